@@ -1,0 +1,150 @@
+// AI assistance (spec 2.6, 4.5). Bodies are `.strict()` (the policy says "no extra properties";
+// unknown fields are rejected everywhere).
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { ConnectionParams, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+
+const c = initContract();
+
+export const AiProvider = z.enum(["vendorone_compatible", "vendortwo"]);
+export type AiProvider = z.infer<typeof AiProvider>;
+
+export const AiMode = z.enum(["draft", "auto"]);
+export type AiMode = z.infer<typeof AiMode>;
+
+const micros = z.number().int().min(0).max(MAX_SAFE_INT);
+
+export const CreateAiCredentialBody = z
+  .object({
+    provider: AiProvider,
+    label: z.string().min(1).max(80),
+    api_key: z.string().min(8).max(8192).describe("Stored encrypted; never returned"),
+    base_url: z.string().url().optional(),
+  })
+  .strict();
+export type CreateAiCredentialBody = z.infer<typeof CreateAiCredentialBody>;
+
+export const AiPolicyBody = z
+  .object({
+    credential_id: z.string().uuid(),
+    enabled: z.boolean(),
+    mode: AiMode,
+    model: z.string().min(1).max(120),
+    system_instruction: z.string().min(1).max(4000),
+    max_context_bytes: z.number().int().min(256).max(32768).default(8192),
+    max_output_tokens: z.number().int().min(32).max(2000).default(300),
+    monthly_cost_limit_micros: micros.nullable().default(null),
+    input_cost_micros_per_million: micros.default(0),
+    output_cost_micros_per_million: micros.default(0),
+  })
+  .strict();
+export type AiPolicyBody = z.infer<typeof AiPolicyBody>;
+/** What a caller may send (defaults make fields optional). */
+export type AiPolicyInput = z.input<typeof AiPolicyBody>;
+
+export const AiCredential = z.object({
+  id: z.string().uuid(),
+  provider: AiProvider,
+  label: z.string(),
+  base_url: z.string().nullable(),
+  fingerprint: z.string().describe("Non-reversible fingerprint of the stored key"),
+  created_at: Timestamp,
+});
+export type AiCredential = z.infer<typeof AiCredential>;
+
+export const AiCredentialList = list(AiCredential);
+export type AiCredentialList = z.infer<typeof AiCredentialList>;
+
+export const AiPolicy = z.object({
+  connection: z.string(),
+  credential_id: z.string().uuid(),
+  enabled: z.boolean(),
+  mode: AiMode,
+  model: z.string(),
+  system_instruction: z.string(),
+  max_context_bytes: z.number().int(),
+  max_output_tokens: z.number().int(),
+  monthly_cost_limit_micros: z.number().int().nullable(),
+  input_cost_micros_per_million: z.number().int(),
+  output_cost_micros_per_million: z.number().int(),
+  updated_at: Timestamp,
+});
+export type AiPolicy = z.infer<typeof AiPolicy>;
+
+// Prompt hashes, usage, cost and outcome only: never prompt or completion text (spec 2.6).
+export const AiRun = z.object({
+  id: z.string(),
+  connection: z.string(),
+  model: z.string(),
+  prompt_sha256: z.string(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  cost_micros: z.number().int(),
+  outcome: z.string().describe("e.g. drafted, sent, skipped, failed, limit_reached"),
+  created_at: Timestamp,
+});
+export type AiRun = z.infer<typeof AiRun>;
+
+export const AiRunList = list(AiRun);
+export type AiRunList = z.infer<typeof AiRunList>;
+
+const read = { security: { auth: "key", scope: "ai:read" }, tag: "AI", notImplemented: true } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "ai:write" }, tag: "AI", notImplemented: true } satisfies RouteMetadata;
+
+export const ai = c.router(
+  {
+    createCredential: {
+      method: "POST",
+      path: "/v1/ai/credentials",
+      summary: "Store a model-vendor credential",
+      description: "The key is stored encrypted and never returned; responses show a fingerprint.",
+      body: CreateAiCredentialBody,
+      responses: { 201: AiCredential, ...problems(400, 401, 402, 403, 429, 501) },
+      metadata: { ...write, feature: "ai" } satisfies RouteMetadata,
+    },
+    listCredentials: {
+      method: "GET",
+      path: "/v1/ai/credentials",
+      summary: "List model-vendor credentials",
+      responses: { 200: AiCredentialList, ...problems(401, 403, 429, 501) },
+      metadata: read,
+    },
+    deleteCredential: {
+      method: "DELETE",
+      path: "/v1/ai/credentials/:id",
+      summary: "Delete a model-vendor credential",
+      pathParams: IdParams,
+      body: c.noBody(),
+      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: write,
+    },
+    setPolicy: {
+      method: "PUT",
+      path: "/v1/ai/policies/:connection",
+      summary: "Set the AI policy of a connection",
+      description: "Replaces the whole policy; omitted optional fields take their defaults. Without a policy AI is off.",
+      pathParams: ConnectionParams,
+      body: AiPolicyBody,
+      responses: { 200: AiPolicy, ...problems(400, 401, 402, 403, 404, 429, 501) },
+      metadata: { ...write, feature: "ai" } satisfies RouteMetadata,
+    },
+    getPolicy: {
+      method: "GET",
+      path: "/v1/ai/policies/:connection",
+      summary: "Retrieve the AI policy of a connection",
+      description: "404 when no policy is set (AI is off for that connection).",
+      pathParams: ConnectionParams,
+      responses: { 200: AiPolicy, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: read,
+    },
+    listRuns: {
+      method: "GET",
+      path: "/v1/ai/runs",
+      summary: "List recent AI runs",
+      description: "Prompt hashes, token usage, cost and outcome; never prompt or completion text.",
+      responses: { 200: AiRunList, ...problems(401, 403, 429, 501) },
+      metadata: read,
+    },
+  },
+  { strictStatusCodes: true },
+);

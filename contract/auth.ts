@@ -1,0 +1,69 @@
+// Dashboard sign-in (spec 4.8, 5.9). Bodies are `.strict()`: unknown fields are rejected everywhere.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { EmailAddress, NoBody, Role, problems, type RouteMetadata } from "./common.js";
+
+const c = initContract();
+
+const SignInEmail = EmailAddress.max(320);
+
+export const RequestCodeBody = z.object({ email: SignInEmail }).strict();
+export type RequestCodeBody = z.infer<typeof RequestCodeBody>;
+
+export const VerifyCodeBody = z.object({ email: SignInEmail, code: z.string().regex(/^\d{6}$/) }).strict();
+export type VerifyCodeBody = z.infer<typeof VerifyCodeBody>;
+
+// Byte-for-byte the same for every address so the answer does not reveal who has an account.
+export const CodeRequested = z.object({ ok: z.literal(true) });
+export type CodeRequested = z.infer<typeof CodeRequested>;
+
+// `workspace` and `role` are null for an invited address that has signed in but not yet accepted.
+export const Session = z.object({
+  user: z.object({ id: z.string(), email: z.string() }),
+  workspace: z.object({ id: z.string(), name: z.string() }).nullable(),
+  role: Role.nullable(),
+});
+export type Session = z.infer<typeof Session>;
+
+const none = { security: { auth: "none" }, tag: "Auth" } satisfies RouteMetadata;
+const session = { security: { auth: "session" }, tag: "Auth" } satisfies RouteMetadata;
+
+export const auth = c.router(
+  {
+    requestCode: {
+      method: "POST",
+      path: "/v1/auth/request-code",
+      summary: "E-mail a six-digit sign-in code",
+      description: "Always 202 with the same body, whether or not the address has an account.",
+      body: RequestCodeBody,
+      responses: { 202: CodeRequested, ...problems(400, 429) },
+      metadata: none,
+    },
+    verify: {
+      method: "POST",
+      path: "/v1/auth/verify",
+      summary: "Exchange the code for a session",
+      description: "Sets the HttpOnly `svc_session` cookie. Every failure (missing, wrong, expired, too many attempts) is the same 401.",
+      body: VerifyCodeBody,
+      responses: { 200: Session, ...problems(400, 401, 429) },
+      metadata: none,
+    },
+    session: {
+      method: "GET",
+      path: "/v1/auth/session",
+      summary: "The signed-in user and workspace",
+      responses: { 200: Session, ...problems(401, 429) },
+      metadata: session,
+    },
+    logout: {
+      method: "POST",
+      path: "/v1/auth/logout",
+      summary: "End the session",
+      description: "Invalidates the session and clears the cookie.",
+      body: c.noBody(),
+      responses: { 204: NoBody, ...problems(401, 429) },
+      metadata: session,
+    },
+  },
+  { strictStatusCodes: true },
+);

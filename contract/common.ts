@@ -1,0 +1,171 @@
+// Shapes shared by every resource of the contract. This folder is the only place a field's shape
+// or limit is written: the server, the SDK and the OpenAPI document all read it from here.
+import { z } from "zod";
+
+/** Every scope a credential can carry (spec 5.1). `usage:read` exists but cannot be issued (2.5). */
+export const ALL_SCOPES = [
+  "messages:read",
+  "messages:write",
+  "connections:read",
+  "connections:write",
+  "webhooks:read",
+  "webhooks:write",
+  "schedules:read",
+  "schedules:write",
+  "ai:read",
+  "ai:write",
+  "mcp:read",
+  "mcp:write",
+  "usage:read",
+] as const;
+export type Scope = (typeof ALL_SCOPES)[number];
+
+/** The twelve scopes an API key may be issued with (spec 2.5). */
+export const ISSUABLE_SCOPES = ALL_SCOPES.filter((s) => s !== "usage:read") as Exclude<Scope, "usage:read">[];
+export const IssuableScope = z.enum(ISSUABLE_SCOPES as [Exclude<Scope, "usage:read">, ...Exclude<Scope, "usage:read">[]]);
+export const ScopeSchema = z.enum(ALL_SCOPES);
+
+export const ROLES = ["owner", "admin", "developer", "viewer", "billing"] as const;
+export const Role = z.enum(ROLES);
+export type Role = z.infer<typeof Role>;
+
+export const MESSAGE_STATUSES = [
+  "scheduled",
+  "accepted",
+  "queued",
+  "submitting",
+  "submitted",
+  "sent",
+  "delivered",
+  "read",
+  "failed",
+  "canceled",
+] as const;
+export const MessageStatus = z.enum(MESSAGE_STATUSES);
+export type MessageStatus = z.infer<typeof MessageStatus>;
+
+export const Direction = z.enum(["inbound", "outbound"]);
+
+export const PLAN_FEATURES = ["scheduling", "connection_webhooks", "ai", "mcp", "member_management"] as const;
+export type PlanFeature = (typeof PLAN_FEATURES)[number];
+
+/**
+ * How a route is authenticated, declared next to the route and enforced by one middleware.
+ * `key`: an API key holding `scope` (no scope → any key, e.g. whoami). `session`: the dashboard
+ * cookie. `key_or_session`: either (webhook endpoints, spec 5.11). `mcp`: an API key with `scope`
+ * or an OAuth access token. `none`: public.
+ */
+export type RouteAuth =
+  | { auth: "none" }
+  | { auth: "session" }
+  | { auth: "key"; scope?: Scope }
+  | { auth: "key_or_session"; scope: Scope }
+  | { auth: "mcp"; scope: Scope };
+
+export interface RouteMetadata {
+  security: RouteAuth;
+  /** The plan feature this operation requires (402 otherwise). */
+  feature?: PlanFeature;
+  /** Tag for OpenAPI grouping. */
+  tag: string;
+  /** Set while the behaviour belongs to a later issue: the route validates, then answers 501. */
+  notImplemented?: true;
+}
+
+/** RFC 9457 problem details, with the stable `code` and the `request_id` of every error. */
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    code: z.string(),
+    request_id: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .passthrough();
+export type Problem = z.infer<typeof Problem>;
+
+/** Error responses declared on a route, each the problem schema. */
+export function problems<S extends number>(...statuses: S[]): Record<S, typeof Problem> {
+  return Object.fromEntries(statuses.map((s) => [s, Problem])) as Record<S, typeof Problem>;
+}
+
+/** Responses with no body (204). */
+export const NoBody = z.undefined();
+
+/** RFC 3339 date-time with a mandatory zone designator and a real calendar date. */
+export const ZonedDateTime = z
+  .string()
+  .max(64)
+  .refine(isRealZonedDateTime, { message: "must be an RFC 3339 date-time with a zone designator (Z or ±hh:mm) and a real calendar date" });
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+export function isRealZonedDateTime(value: string): boolean {
+  const m = RFC3339.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1) return false;
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day > daysInMonth) return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (m[9]) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return false;
+  }
+  return true;
+}
+
+/**
+ * An e-mail address: local part, then a host name whose labels are letters, digits and hyphens.
+ * Single-label hosts are allowed (`admin@localhost` is the development owner), which zod's
+ * `.email()` refuses. The OpenAPI document marks it `format: email`.
+ */
+export const EMAIL_PATTERN = /^[^\s@"(),:;<>[\\\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+export const EmailAddress = z.string().regex(EMAIL_PATTERN, "must be an e-mail address");
+
+/** A free-form JSON object with string keys. */
+export const FreeObject = z.record(z.string(), z.unknown());
+
+/** Cursor page of any item. */
+export function page<T extends z.ZodTypeAny>(item: T) {
+  return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
+}
+
+/** Prefixed, time-sortable identifier, e.g. `msg_01J…`. */
+export const Id = (prefix: string) => z.string().min(1).max(64).describe(`Identifier with prefix \`${prefix}_\``);
+
+export const Timestamp = z.string().describe("RFC 3339 UTC instant");
+
+// ---- Added with the full contract (additions only; nothing above changes). ----
+
+/** A connection reference (its slug) wherever one is named: paths, queries, bodies (spec 8: 1-40). */
+export const ConnectionRef = z.string().min(1).max(40);
+
+/** IANA timezone name; whether it exists is the server's check (400 with its own message). */
+export const TimezoneName = z.string().min(1).max(64);
+
+/** Path parameter `id` of every resource addressed by identifier. */
+export const IdParams = z.object({ id: z.string().min(1).max(64) });
+
+/** Path parameter `connection` (the slug). Lookups accept 1-40 and answer 404, not 400, for unknown slugs. */
+export const ConnectionParams = z.object({ connection: ConnectionRef });
+
+/** Largest integer every JSON parser reads exactly (2^53 - 1), the ceiling of the spec's cost fields. */
+export const MAX_SAFE_INT = 9007199254740991;
+
+/** A non-paginated list (everything fits on one page). */
+export function list<T extends z.ZodTypeAny>(item: T) {
+  return z.object({ data: z.array(item) });
+}
+
+/** `{code, message}` of a failed message or provider status. */
+export const ErrorInfo = z.object({ code: z.string(), message: z.string() });
+
+export type IssuableScope = z.infer<typeof IssuableScope>;
+export type Direction = z.infer<typeof Direction>;
+export type IdParams = z.infer<typeof IdParams>;
+export type ConnectionParams = z.infer<typeof ConnectionParams>;
+export type ErrorInfo = z.infer<typeof ErrorInfo>;

@@ -1,0 +1,135 @@
+// Connections (spec 2.2, 3.2, 4.2; states from product.md). Bodies are `.strict()`: unknown
+// fields are rejected everywhere.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { ConnectionParams, ConnectionRef, NoBody, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+
+const c = initContract();
+
+export const CONNECTION_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/;
+
+export const ConnectionSlug = z.string().min(3).max(40).regex(CONNECTION_SLUG_PATTERN);
+export type ConnectionSlug = z.infer<typeof ConnectionSlug>;
+
+export const CONNECTION_STATES = ["created", "pairing", "connected", "disconnected", "suspended"] as const;
+export const ConnectionState = z.enum(CONNECTION_STATES);
+export type ConnectionState = z.infer<typeof ConnectionState>;
+
+export const CreateConnectionBody = z.object({ slug: ConnectionSlug, name: z.string().min(1).max(80).optional() }).strict();
+export type CreateConnectionBody = z.infer<typeof CreateConnectionBody>;
+
+export const GrantParams = z.object({ connection: ConnectionRef, grantId: z.string().min(1).max(64) });
+export type GrantParams = z.infer<typeof GrantParams>;
+
+export const Connection = z.object({
+  id: z.string().describe("Identifier with prefix `conn_`"),
+  object: z.literal("connection"),
+  slug: z.string(),
+  name: z.string().nullable(),
+  state: ConnectionState,
+  phone: z.string().nullable().describe("The linked number once connected"),
+  transport: z.string().describe("Engine serving the connection, e.g. `sandbox`"),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Connection = z.infer<typeof Connection>;
+
+export const ConnectionCreated = Connection.extend({
+  callback_token: z.string().describe("Authenticates the transport's callbacks; returned only here, never again"),
+});
+export type ConnectionCreated = z.infer<typeof ConnectionCreated>;
+
+export const ConnectionList = list(Connection);
+export type ConnectionList = z.infer<typeof ConnectionList>;
+
+export const PairingGrant = z.object({ grant_id: z.string(), expires_at: Timestamp });
+export type PairingGrant = z.infer<typeof PairingGrant>;
+
+export const PairingPayload = z.object({
+  grant_id: z.string(),
+  payload: z.string().describe("The pairing credential: whoever scans it links their device to the number"),
+  qr_svg: z.string().describe("The payload as a QR code, an SVG data URL (`data:image/svg+xml;base64,…`)"),
+  expires_at: Timestamp,
+});
+export type PairingPayload = z.infer<typeof PairingPayload>;
+
+const read = { security: { auth: "key", scope: "connections:read" }, tag: "Connections", notImplemented: true } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "connections:write" }, tag: "Connections", notImplemented: true } satisfies RouteMetadata;
+
+export const connections = c.router(
+  {
+    create: {
+      method: "POST",
+      path: "/v1/connections",
+      summary: "Create a connection",
+      description: "The `callback_token` is in this response only. 402 when the plan has no room for another connection.",
+      body: CreateConnectionBody,
+      responses: { 201: ConnectionCreated, ...problems(400, 401, 402, 403, 409, 429, 501) },
+      metadata: write,
+    },
+    list: {
+      method: "GET",
+      path: "/v1/connections",
+      summary: "List connections",
+      description: "Every live (not deleted) connection of the workspace.",
+      responses: { 200: ConnectionList, ...problems(401, 403, 429, 501) },
+      metadata: read,
+    },
+    get: {
+      method: "GET",
+      path: "/v1/connections/:connection",
+      summary: "Retrieve a connection",
+      pathParams: ConnectionParams,
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: read,
+    },
+    delete: {
+      method: "DELETE",
+      path: "/v1/connections/:connection",
+      summary: "Delete a connection",
+      description: "Soft delete; removal of the connection's data is queued.",
+      pathParams: ConnectionParams,
+      body: c.noBody(),
+      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: write,
+    },
+    pair: {
+      method: "POST",
+      path: "/v1/connections/:connection/pair",
+      summary: "Open a pairing grant",
+      description: "Short-lived, single-use grant; redeem it at the QR route. 409 unless the state is created, pairing or disconnected.",
+      pathParams: ConnectionParams,
+      body: c.noBody(),
+      responses: { 200: PairingGrant, ...problems(400, 401, 403, 404, 409, 429, 501, 503) },
+      metadata: write,
+    },
+    qr: {
+      method: "GET",
+      path: "/v1/connections/:connection/qr/:grantId",
+      summary: "Redeem a pairing grant for its QR payload",
+      description: "Single use: a redeemed or expired grant no longer exists (404). Treat the payload as a credential.",
+      pathParams: GrantParams,
+      responses: { 200: PairingPayload, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: write,
+    },
+    suspend: {
+      method: "POST",
+      path: "/v1/connections/:connection/suspend",
+      summary: "Suspend a connection",
+      pathParams: ConnectionParams,
+      body: c.noBody(),
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      metadata: write,
+    },
+    resume: {
+      method: "POST",
+      path: "/v1/connections/:connection/resume",
+      summary: "Resume a suspended connection",
+      pathParams: ConnectionParams,
+      body: c.noBody(),
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      metadata: write,
+    },
+  },
+  { strictStatusCodes: true },
+);

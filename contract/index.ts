@@ -1,0 +1,35 @@
+// The whole API contract: one nested router per resource. The server, the SDK and the OpenAPI
+// document (server/openapi/document.ts) all derive from this object.
+import { initContract } from "@ts-rest/core";
+import { ai } from "./ai.js";
+import { auth } from "./auth.js";
+import { connections } from "./connections.js";
+import { mcp } from "./mcp.js";
+import { messages } from "./messages.js";
+import { oauth } from "./oauth.js";
+import { ops } from "./ops.js";
+import { schedules } from "./schedules.js";
+import { team } from "./team.js";
+import { webhooks } from "./webhooks.js";
+import { workspace } from "./workspace.js";
+
+const c = initContract();
+
+export const contract = c.router(
+  { messages, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops },
+  { strictStatusCodes: true },
+);
+export type Contract = typeof contract;
+
+export * from "./common.js";
+export * from "./messages.js";
+export * from "./connections.js";
+export * from "./schedules.js";
+export * from "./webhooks.js";
+export * from "./ai.js";
+export * from "./workspace.js";
+export * from "./team.js";
+export * from "./auth.js";
+export * from "./oauth.js";
+export * from "./mcp.js";
+export * from "./ops.js";

@@ -1,0 +1,244 @@
+// Messages (spec 2.1, 4.1). Request bodies are `.strict()`: the spec says no other fields are
+// accepted, and we reject unknown fields on every body and query so that typos fail loudly.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import {
+  ConnectionRef,
+  Direction,
+  ErrorInfo,
+  FreeObject,
+  IdParams,
+  MessageStatus,
+  Timestamp,
+  TimezoneName,
+  ZonedDateTime,
+  page,
+  problems,
+  type RouteMetadata,
+} from "./common.js";
+
+const c = initContract();
+
+const Phone = z.string().min(5).max(40);
+
+/** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
+export const Recipient = z.union([
+  Phone,
+  z.object({ phone: Phone }).strict(),
+  z.object({ group: Phone }).strict(),
+]);
+export type Recipient = z.infer<typeof Recipient>;
+
+export const MediaKind = z.enum(["image", "video", "audio", "document"]);
+export type MediaKind = z.infer<typeof MediaKind>;
+
+export const Media = z
+  .object({
+    url: z.string().url().max(2048),
+    kind: MediaKind.optional(),
+    mimetype: z.string().min(3).max(255).optional(),
+    filename: z.string().min(1).max(255).optional(),
+  })
+  .strict();
+export type Media = z.infer<typeof Media>;
+
+export const Location = z
+  .object({
+    latitude: z.number().min(-90).max(90),
+    longitude: z.number().min(-180).max(180),
+    title: z.string().min(1).max(255).optional(),
+  })
+  .strict();
+export type Location = z.infer<typeof Location>;
+
+export const ContextSensitivity = z.enum(["normal", "sensitive", "restricted"]);
+export type ContextSensitivity = z.infer<typeof ContextSensitivity>;
+
+export const SendMessageBody = z
+  .object({
+    connection: ConnectionRef,
+    to: Recipient,
+    body: z.string().max(4096).optional(),
+    media: Media.optional(),
+    location: Location.optional(),
+    context: FreeObject.optional(),
+    metadata: FreeObject.optional(),
+    context_sensitivity: ContextSensitivity.optional(),
+    send_at: ZonedDateTime.optional(),
+    timezone: TimezoneName.optional(),
+  })
+  .strict();
+export type SendMessageBody = z.infer<typeof SendMessageBody>;
+
+// Optional for the server (product.md: a send without it is accepted, not deduplicated); the SDK
+// always sends one. 1-255 printable ASCII characters.
+export const SendMessageHeaders = z.object({
+  "idempotency-key": z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x20-\x7E]+$/)
+    .optional(),
+});
+export type SendMessageHeaders = z.infer<typeof SendMessageHeaders>;
+
+export const RescheduleBody = z.object({ send_at: ZonedDateTime, timezone: TimezoneName.optional() }).strict();
+export type RescheduleBody = z.infer<typeof RescheduleBody>;
+
+// Query strings arrive as strings, hence z.coerce for integers.
+export const ListMessagesQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(25),
+    cursor: z.string().max(200).optional(),
+    connection: ConnectionRef.optional(),
+    status: MessageStatus.optional(),
+    direction: Direction.optional(),
+  })
+  .strict();
+export type ListMessagesQuery = z.infer<typeof ListMessagesQuery>;
+
+export const ExportMessagesQuery = z
+  .object({
+    connection: ConnectionRef.optional(),
+    status: z.string().min(1).max(20).optional(),
+    direction: Direction.optional(),
+    days: z.coerce.number().int().min(1).max(365).default(30),
+  })
+  .strict();
+export type ExportMessagesQuery = z.infer<typeof ExportMessagesQuery>;
+
+export const NumberCheckQuery = z.object({ phone: Phone, connection: ConnectionRef }).strict();
+export type NumberCheckQuery = z.infer<typeof NumberCheckQuery>;
+
+// ---- responses (not strict: clients must tolerate fields added later) ----
+
+/** Attachment as stored: absent optional parts are `null`, no length limits (inbound comes from the network). */
+export const MessageMedia = z.object({
+  url: z.string(),
+  kind: MediaKind.nullable(),
+  mimetype: z.string().nullable(),
+  filename: z.string().nullable(),
+});
+export type MessageMedia = z.infer<typeof MessageMedia>;
+
+export const MessageLocation = z.object({ latitude: z.number(), longitude: z.number(), title: z.string().nullable() });
+export type MessageLocation = z.infer<typeof MessageLocation>;
+
+export const Message = z.object({
+  id: z.string().describe("Identifier with prefix `msg_`"),
+  object: z.literal("message"),
+  connection: z.string().describe("Slug of the connection"),
+  direction: Direction,
+  status: MessageStatus,
+  // Outbound: the recipient as sent. Inbound: the linked number that received it, or `{group}`.
+  to: z.union([z.string(), z.object({ phone: z.string() }), z.object({ group: z.string() })]),
+  from: z.string().nullable().describe("Sender address: the remote party for inbound, the linked number (when known) for outbound"),
+  body: z.string().nullable(),
+  media: MessageMedia.nullable(),
+  location: MessageLocation.nullable(),
+  context: FreeObject,
+  metadata: FreeObject,
+  context_sensitivity: ContextSensitivity,
+  send_at: Timestamp.nullable(),
+  timezone: z.string().nullable(),
+  provider_message_id: z.string().nullable(),
+  error: ErrorInfo.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Message = z.infer<typeof Message>;
+
+export const TimelineEntry = z.object({ status: MessageStatus, at: Timestamp, detail: z.string().nullable() });
+export type TimelineEntry = z.infer<typeof TimelineEntry>;
+
+export const MessageWithTimeline = Message.extend({ timeline: z.array(TimelineEntry) });
+export type MessageWithTimeline = z.infer<typeof MessageWithTimeline>;
+
+export const MessagePage = page(Message);
+export type MessagePage = z.infer<typeof MessagePage>;
+
+export const NumberCheck = z.object({
+  phone: z.string(),
+  checked: z.boolean().describe("false when the engine cannot say; send anyway"),
+  on_network: z.boolean().nullable().describe("null when checked is false"),
+});
+export type NumberCheck = z.infer<typeof NumberCheck>;
+
+const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages", notImplemented: true } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages", notImplemented: true } satisfies RouteMetadata;
+
+export const messages = c.router(
+  {
+    send: {
+      method: "POST",
+      path: "/v1/messages/text",
+      summary: "Send a message",
+      description:
+        "Stores and queues a message. 202 means accepted and queued, not delivered: follow `status`. " +
+        "With `send_at` the message waits as `scheduled` (needs a plan with scheduling). " +
+        "Replaying an Idempotency-Key with the same body returns the original response.",
+      headers: SendMessageHeaders,
+      body: SendMessageBody,
+      responses: { 202: Message, ...problems(400, 401, 402, 403, 409, 422, 429, 501) },
+      metadata: write,
+    },
+    list: {
+      method: "GET",
+      path: "/v1/messages",
+      summary: "List messages",
+      description: "Newest first, cursor-paginated; `next_cursor` is null on the last page.",
+      query: ListMessagesQuery,
+      responses: { 200: MessagePage, ...problems(400, 401, 403, 429, 501) },
+      metadata: read,
+    },
+    // Declared before `get` so that a router registering in order never reads "export" as an id.
+    export: {
+      method: "GET",
+      path: "/v1/messages/export",
+      summary: "Export messages as CSV",
+      description: "Streams one row per message of the last `days` days. Message bodies are never exported.",
+      query: ExportMessagesQuery,
+      responses: { 200: c.otherResponse({ contentType: "text/csv", body: z.string() }), ...problems(400, 401, 403, 429, 501) },
+      metadata: read,
+    },
+    get: {
+      method: "GET",
+      path: "/v1/messages/:id",
+      summary: "Retrieve a message",
+      description: "The message with its delivery timeline.",
+      pathParams: IdParams,
+      responses: { 200: MessageWithTimeline, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: read,
+    },
+    cancel: {
+      method: "POST",
+      path: "/v1/messages/:id/cancel",
+      summary: "Cancel a message",
+      description: "Only before hand-off to the provider (scheduled, accepted, queued); 409 afterwards.",
+      pathParams: IdParams,
+      body: c.noBody(),
+      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      metadata: write,
+    },
+    reschedule: {
+      method: "POST",
+      path: "/v1/messages/:id/reschedule",
+      summary: "Reschedule a scheduled message",
+      description: "Only while the message is `scheduled`; 409 otherwise.",
+      pathParams: IdParams,
+      body: RescheduleBody,
+      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      metadata: write,
+    },
+    checkNumber: {
+      method: "GET",
+      path: "/v1/numbers/check",
+      summary: "Check whether a number is on the network",
+      description: "`checked: false` means the engine cannot say; send anyway.",
+      query: NumberCheckQuery,
+      responses: { 200: NumberCheck, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: read,
+    },
+  },
+  { strictStatusCodes: true },
+);

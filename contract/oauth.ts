@@ -1,0 +1,125 @@
+// OAuth 2.1 authorization server for the tool endpoint (spec 4.9, 5.6-5.8; RFC 6749, 7591, 7636,
+// 8707). Unlike the rest of the API these inputs are NOT strict: RFC 6749 (3.1, 3.2) says unknown
+// request parameters MUST be ignored and RFC 7591 allows extra client metadata. Errors of the
+// register and token endpoints use the RFC 6749 shape `{error, error_description}`, not Problem.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { NoBody, problems, type RouteMetadata } from "./common.js";
+
+const c = initContract();
+
+/** RFC 6749 5.2 / RFC 7591 3.2.2 error response (application/json). */
+export const OAuthError = z.object({
+  error: z
+    .string()
+    .describe(
+      "invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, invalid_target, invalid_redirect_uri or invalid_client_metadata",
+    ),
+  error_description: z.string(),
+});
+export type OAuthError = z.infer<typeof OAuthError>;
+
+// RFC 7636 4.1: 43-128 characters of the unreserved set; an S256 challenge is 43 base64url characters.
+const Pkce = z
+  .string()
+  .min(43)
+  .max(128)
+  .regex(/^[A-Za-z0-9._~-]+$/);
+
+export const RegisterClientBody = z
+  .object({
+    redirect_uris: z.array(z.string().url().max(2048)).min(1).describe("Exact-match redirects: https, or http on a loopback address"),
+    client_name: z.string().min(1).max(200).optional(),
+    token_endpoint_auth_method: z.literal("none").optional().describe("Public clients only; no client secret is issued"),
+    grant_types: z.array(z.string()).optional(),
+    response_types: z.array(z.string()).optional(),
+  })
+  .passthrough();
+export type RegisterClientBody = z.infer<typeof RegisterClientBody>;
+
+export const RegisteredClient = z.object({
+  client_id: z.string(),
+  client_id_issued_at: z.number().int().describe("Unix seconds"),
+  client_name: z.string().optional(),
+  redirect_uris: z.array(z.string()),
+  grant_types: z.array(z.string()),
+  response_types: z.array(z.string()),
+  token_endpoint_auth_method: z.literal("none"),
+});
+export type RegisteredClient = z.infer<typeof RegisteredClient>;
+
+export const AuthorizeQuery = z
+  .object({
+    response_type: z.literal("code"),
+    client_id: z.string().min(1).max(200),
+    redirect_uri: z.string().url().max(2048),
+    code_challenge: Pkce,
+    code_challenge_method: z.literal("S256"),
+    scope: z.string().max(200).optional().describe("Space-separated: mcp:read, mcp:write"),
+    state: z.string().max(1024).optional(),
+    resource: z.string().url().max(2048).optional().describe("RFC 8707 resource indicator: {web_url}/v1/mcp"),
+  })
+  .passthrough();
+export type AuthorizeQuery = z.infer<typeof AuthorizeQuery>;
+
+// Form fields are strings; which ones a grant needs is checked by the server (answering an OAuth
+// error, which a schema failure here could not).
+export const TokenRequestBody = z
+  .object({
+    grant_type: z.enum(["authorization_code", "refresh_token"]),
+    code: z.string().max(512).optional(),
+    redirect_uri: z.string().max(2048).optional(),
+    code_verifier: z.string().max(128).optional(),
+    client_id: z.string().max(200).optional(),
+    refresh_token: z.string().max(512).optional(),
+    resource: z.string().max(2048).optional(),
+  })
+  .passthrough();
+export type TokenRequestBody = z.infer<typeof TokenRequestBody>;
+
+export const TokenResponse = z.object({
+  access_token: z.string().describe("`svc_mcp_at_…`, valid one hour, bound to the tool resource"),
+  token_type: z.literal("Bearer"),
+  expires_in: z.number().int().describe("Seconds (3600)"),
+  refresh_token: z.string().describe("`svc_mcp_rt_…`, rotates on use, valid 30 days"),
+  scope: z.string(),
+});
+export type TokenResponse = z.infer<typeof TokenResponse>;
+
+const meta = { security: { auth: "none" }, tag: "OAuth", notImplemented: true } satisfies RouteMetadata;
+
+export const oauth = c.router(
+  {
+    register: {
+      method: "POST",
+      path: "/v1/oauth/register",
+      summary: "Register a public OAuth client (RFC 7591)",
+      description: "Dynamic registration of a public client; no client secret is issued.",
+      body: RegisterClientBody,
+      responses: { 201: RegisteredClient, 400: OAuthError, ...problems(429, 501) },
+      metadata: meta,
+    },
+    authorize: {
+      method: "GET",
+      path: "/v1/oauth/authorize",
+      summary: "Begin the authorization-code flow",
+      description:
+        "Redirects to the consent page, where a signed-in owner, admin or developer approves the scopes; the decision " +
+        "redirects to `redirect_uri` with `code` or `error`. A bad client or redirect URI is never redirected to: 400.",
+      query: AuthorizeQuery,
+      responses: { 302: NoBody, ...problems(400, 429, 501) },
+      metadata: meta,
+    },
+    token: {
+      method: "POST",
+      path: "/v1/oauth/token",
+      summary: "Exchange a code or refresh token for tokens",
+      description: "Authorization code with PKCE (S256), or a refresh token (rotated on every use). Codes are single use.",
+      contentType: "application/x-www-form-urlencoded",
+      body: TokenRequestBody,
+      responses: { 200: TokenResponse, 400: OAuthError, ...problems(429, 501) },
+      metadata: meta,
+    },
+  },
+  { strictStatusCodes: true },
+);

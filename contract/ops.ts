@@ -1,0 +1,95 @@
+// Operational routes that live in the contract (spec 4.10): the OpenAPI document and the transport
+// callback. /healthz, /readyz, /metrics and /.well-known/* are served outside ts-rest.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { FreeObject, ZonedDateTime, problems, type RouteMetadata } from "./common.js";
+import { Location, Media } from "./messages.js";
+
+const c = initContract();
+
+const Phone = z.string().min(5).max(40);
+// The dedupe key: a redelivered event with a seen event_id is acknowledged and ignored.
+const EventId = z.string().min(1).max(200);
+
+export const ProviderCallbackParams = z.object({
+  providerName: z.string().min(1).max(40).describe("Engine name, e.g. `sandbox`"),
+  token: z.string().min(1).max(200).describe("The connection's callback_token"),
+});
+export type ProviderCallbackParams = z.infer<typeof ProviderCallbackParams>;
+
+// The payload is ours to define (spec: not shown): engines translate their native events into
+// these three. Strict like every body: an engine sending unknown fields is a bug to surface.
+export const ConnectionStateEvent = z
+  .object({
+    type: z.literal("connection.state"),
+    event_id: EventId,
+    state: z.enum(["connected", "disconnected"]),
+    phone: Phone.optional().describe("The linked number, when connected"),
+  })
+  .strict();
+export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
+
+export const InboundMessageEvent = z
+  .object({
+    type: z.literal("message.inbound"),
+    event_id: EventId,
+    provider_message_id: z.string().min(1).max(200),
+    from: Phone,
+    to: Phone.optional(),
+    group: Phone.optional(),
+    body: z.string().max(4096).optional(),
+    media: Media.optional(),
+    location: Location.optional(),
+    timestamp: ZonedDateTime,
+  })
+  .strict();
+export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
+
+export const MessageStatusEvent = z
+  .object({
+    type: z.literal("message.status"),
+    event_id: EventId,
+    message_id: z.string().min(1).max(64).describe("Our message id"),
+    provider_message_id: z.string().min(1).max(200).optional(),
+    status: z.enum(["sent", "delivered", "read", "failed"]),
+    error: z.object({ code: z.string().min(1).max(100), message: z.string().max(1000) }).strict().optional(),
+    timestamp: ZonedDateTime,
+  })
+  .strict();
+export type MessageStatusEvent = z.infer<typeof MessageStatusEvent>;
+
+export const ProviderEvent = z.discriminatedUnion("type", [ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent]);
+export type ProviderEvent = z.infer<typeof ProviderEvent>;
+
+export const ProviderCallbackAck = z.object({
+  accepted: z.boolean().describe("false when the event was ignored (a duplicate, or nothing to do)"),
+});
+export type ProviderCallbackAck = z.infer<typeof ProviderCallbackAck>;
+
+/** The OpenAPI document itself; its shape is OpenAPI 3.1, not restated here. */
+export const OpenApiDocument = FreeObject.describe("OpenAPI 3.1.0 document");
+
+export const ops = c.router(
+  {
+    openapi: {
+      method: "GET",
+      path: "/v1/openapi.json",
+      summary: "This API description (OpenAPI 3.1.0)",
+      responses: { 200: OpenApiDocument },
+      metadata: { security: { auth: "none" }, tag: "Operational" } satisfies RouteMetadata,
+    },
+    providerCallback: {
+      method: "POST",
+      path: "/v1/provider/:providerName/:token",
+      summary: "Transport callback",
+      description:
+        "Called by the transport engine; authenticated only by the connection's callback token in the path. " +
+        "202 whether the event was handled or ignored; redeliveries (same `event_id`) are deduplicated. 404 for an unknown token.",
+      pathParams: ProviderCallbackParams,
+      body: ProviderEvent,
+      responses: { 202: ProviderCallbackAck, ...problems(400, 404, 501) },
+      metadata: { security: { auth: "none" }, tag: "Operational", notImplemented: true } satisfies RouteMetadata,
+    },
+  },
+  { strictStatusCodes: true },
+);

@@ -1,0 +1,128 @@
+// Schedules (spec 2.3, 3.3, 4.3). Bodies are `.strict()` ("no extra properties"); unknown fields
+// are rejected everywhere.
+import { initContract } from "@ts-rest/core";
+import { z } from "zod";
+import { FreeObject, IdParams, Timestamp, TimezoneName, ZonedDateTime, list, problems, type RouteMetadata } from "./common.js";
+
+const c = initContract();
+
+export const SCHEDULE_STATUSES = ["active", "paused", "completed", "canceled"] as const;
+export const ScheduleStatus = z.enum(SCHEDULE_STATUSES);
+export type ScheduleStatus = z.infer<typeof ScheduleStatus>;
+
+const hour = z.number().int().min(0).max(23);
+const minute = z.number().int().min(0).max(59);
+
+/** 0 = Sunday … 6 = Saturday; each day at most once. */
+export const DaysOfWeek = z
+  .array(z.number().int().min(0).max(6))
+  .min(1)
+  .max(7)
+  .refine((days) => new Set(days).size === days.length, { message: "days_of_week must not repeat a day" });
+export type DaysOfWeek = z.infer<typeof DaysOfWeek>;
+
+export const DailyRecurrence = z.object({ type: z.literal("daily"), hour, minute }).strict();
+export type DailyRecurrence = z.infer<typeof DailyRecurrence>;
+export const WeeklyRecurrence = z.object({ type: z.literal("weekly"), hour, minute, days_of_week: DaysOfWeek }).strict();
+export type WeeklyRecurrence = z.infer<typeof WeeklyRecurrence>;
+export const MonthlyRecurrence = z
+  .object({
+    type: z.literal("monthly"),
+    hour,
+    minute,
+    // -1 is the last day of the month; 29-31 in a shorter month is the server's rule to resolve.
+    day_of_month: z.union([z.number().int().min(1).max(31), z.literal(-1)]),
+  })
+  .strict();
+export type MonthlyRecurrence = z.infer<typeof MonthlyRecurrence>;
+
+export const Recurrence = z.discriminatedUnion("type", [DailyRecurrence, WeeklyRecurrence, MonthlyRecurrence]);
+export type Recurrence = z.infer<typeof Recurrence>;
+
+export const CreateScheduleBody = z
+  .object({
+    name: z.string().min(1).max(80),
+    timezone: TimezoneName,
+    recurrence: Recurrence,
+    // Free-form here (the spec leaves its validation open); the server checks it as a send body.
+    message: FreeObject,
+    starts_at: ZonedDateTime.optional(),
+    ends_at: ZonedDateTime.optional(),
+    max_occurrences: z.number().int().min(1).max(10000).optional(),
+  })
+  .strict();
+export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
+
+export const ListSchedulesQuery = z.object({ status: ScheduleStatus.optional() }).strict();
+export type ListSchedulesQuery = z.infer<typeof ListSchedulesQuery>;
+
+export const Schedule = z.object({
+  id: z.string().describe("Identifier with prefix `sch_`"),
+  object: z.literal("schedule"),
+  name: z.string(),
+  status: ScheduleStatus,
+  timezone: z.string(),
+  recurrence: Recurrence,
+  message: FreeObject,
+  starts_at: Timestamp.nullable(),
+  ends_at: Timestamp.nullable(),
+  max_occurrences: z.number().int().nullable(),
+  occurrences: z.number().int().describe("How many times it has fired"),
+  next_run_at: Timestamp.nullable().describe("null once completed or canceled"),
+  last_run_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Schedule = z.infer<typeof Schedule>;
+
+export const ScheduleList = list(Schedule);
+export type ScheduleList = z.infer<typeof ScheduleList>;
+
+const read = { security: { auth: "key", scope: "schedules:read" }, tag: "Schedules", notImplemented: true } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "schedules:write" }, tag: "Schedules", notImplemented: true } satisfies RouteMetadata;
+
+const transition = <V extends "pause" | "resume" | "cancel">(verb: V, summary: string, description: string) =>
+  ({
+    method: "POST",
+    path: `/v1/schedules/:id/${verb}`,
+    summary,
+    description,
+    pathParams: IdParams,
+    body: c.noBody(),
+    responses: { 200: Schedule, ...problems(400, 401, 403, 404, 409, 429, 501) },
+    metadata: write,
+  }) as const;
+
+export const schedules = c.router(
+  {
+    create: {
+      method: "POST",
+      path: "/v1/schedules",
+      summary: "Create a schedule",
+      description: "The response carries the resolved `next_run_at`. Unknown timezone or a recurrence that never fires: 400.",
+      body: CreateScheduleBody,
+      responses: { 201: Schedule, ...problems(400, 401, 402, 403, 429, 501) },
+      metadata: { ...write, feature: "scheduling" } satisfies RouteMetadata,
+    },
+    list: {
+      method: "GET",
+      path: "/v1/schedules",
+      summary: "List schedules",
+      query: ListSchedulesQuery,
+      responses: { 200: ScheduleList, ...problems(400, 401, 403, 429, 501) },
+      metadata: read,
+    },
+    get: {
+      method: "GET",
+      path: "/v1/schedules/:id",
+      summary: "Retrieve a schedule",
+      pathParams: IdParams,
+      responses: { 200: Schedule, ...problems(400, 401, 403, 404, 429, 501) },
+      metadata: read,
+    },
+    pause: transition("pause", "Pause a schedule", "Keeps the schedule but stops it firing. 409 when its state does not allow it."),
+    resume: transition("resume", "Resume a schedule", "The next run is computed from now; a missed period is not fired. 409 when its state does not allow it."),
+    cancel: transition("cancel", "Cancel a schedule", "Permanent; a canceled schedule never restarts. 409 when its state does not allow it."),
+  },
+  { strictStatusCodes: true },
+);

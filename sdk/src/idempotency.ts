@@ -1,0 +1,47 @@
+// Which calls carry an Idempotency-Key. The contract is the source of truth: a route that declares
+// the `idempotency-key` header (today `messages.send`, POST /v1/messages/text) always gets one, so
+// that a retry, by the SDK or by the caller's own loop, can never become a second send.
+import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
+import { contract } from "../../contract/index.js";
+
+export const IDEMPOTENCY_HEADER = "idempotency-key";
+
+/** A fresh key: a random UUID (122 random bits), well inside the server's 1-255 printable ASCII. */
+export function newIdempotencyKey(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+function declaresIdempotencyKey(route: AppRoute): boolean {
+  const headers = (route as { headers?: unknown }).headers as { shape?: Record<string, unknown> } | undefined;
+  return typeof headers?.shape === "object" && headers.shape !== null && IDEMPOTENCY_HEADER in headers.shape;
+}
+
+function collect(router: AppRouter, into: Set<string>): Set<string> {
+  for (const entry of Object.values(router)) {
+    if (isAppRoute(entry)) {
+      if (declaresIdempotencyKey(entry)) into.add(`${entry.method} ${entry.path}`);
+    } else {
+      collect(entry, into);
+    }
+  }
+  return into;
+}
+
+const idempotentRoutes = collect(contract, new Set([`${contract.messages.send.method} ${contract.messages.send.path}`]));
+
+/** Whether calls to `route` must carry an Idempotency-Key. */
+export function requiresIdempotencyKey(route: Pick<AppRoute, "method" | "path">): boolean {
+  return idempotentRoutes.has(`${route.method} ${route.path}`);
+}
+
+/**
+ * Headers (lowercase names, as ts-rest hands them to the fetcher) with an Idempotency-Key added
+ * when the route requires one and the caller did not give one.
+ */
+export function withIdempotencyKey(route: Pick<AppRoute, "method" | "path">, headers: Record<string, string>): Record<string, string> {
+  if (!requiresIdempotencyKey(route)) return headers;
+  const given = Object.keys(headers).find((name) => name.toLowerCase() === IDEMPOTENCY_HEADER);
+  if (given !== undefined && headers[given] !== "") return headers;
+  const rest = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== given));
+  return { ...rest, [IDEMPOTENCY_HEADER]: newIdempotencyKey() };
+}

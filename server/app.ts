@@ -1,0 +1,98 @@
+// The Express app: middleware order, the contract's routes, the operational routes.
+import express, { type Express, type Request, type Response, type NextFunction } from "express";
+import { createExpressEndpoints, initServer, RequestValidationError } from "@ts-rest/express";
+import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
+import { contract } from "../contract/index.js";
+import type { RouteMetadata } from "../contract/common.js";
+import { authRouter } from "./auth/handlers.js";
+import type { AppContext } from "./context.js";
+import { authenticate } from "./http/authenticate.js";
+import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
+import { requestContext } from "./http/request-context.js";
+import { buildOpenApiDocument } from "./openapi/document.js";
+import { opsRouter, type Readiness } from "./ops/routes.js";
+import { teamRouter } from "./team/handlers.js";
+import { workspaceRouter } from "./workspace/handlers.js";
+
+const s = initServer();
+
+/** Largest accepted JSON body (docs/decisions.md): a 4096-character message with context fits easily. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export function createApp(ctx: AppContext, readiness: Readiness): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+  // Client IPs feed the sign-in rate limits: only trust X-Forwarded-For from configured proxies.
+  if (ctx.config.trustProxy) app.set("trust proxy", /^\d+$/.test(ctx.config.trustProxy) ? Number(ctx.config.trustProxy) : ctx.config.trustProxy);
+
+  app.use(requestContext(ctx.logger));
+  app.use(ctx.metrics.middleware());
+  app.use(express.json({ limit: MAX_BODY_BYTES, type: ["application/json", "application/*+json"] }));
+  app.use(express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
+  app.use(opsRouter(ctx.config, ctx.metrics, readiness));
+
+  const openapi = buildOpenApiDocument({ serverUrl: ctx.config.baseUrl });
+  const router = s.router(contract, {
+    messages: notImplemented(contract.messages),
+    connections: notImplemented(contract.connections),
+    schedules: notImplemented(contract.schedules),
+    webhooks: notImplemented(contract.webhooks),
+    ai: notImplemented(contract.ai),
+    workspace: workspaceRouter(ctx),
+    team: teamRouter(ctx),
+    auth: authRouter(ctx),
+    oauth: notImplemented(contract.oauth),
+    mcp: notImplemented(contract.mcp),
+    ops: {
+      openapi: async () => ({ status: 200, body: openapi }),
+      providerCallback: notImplementedHandler,
+    },
+  } as never);
+
+  createExpressEndpoints(contract, router, app, {
+    logInitialization: false,
+    jsonQuery: false,
+    responseValidation: false,
+    // ts-rest types these per route; ours are route-agnostic Express middleware.
+    globalMiddleware: [
+      authenticate({
+        db: ctx.db,
+        trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
+        requestsPerMinute: ctx.config.apiRateLimitPerMinute,
+      }) as never,
+    ],
+    requestValidationErrorHandler: validationProblem as never,
+  });
+
+  app.use((_req, res) => sendProblem(res, new ApiError("not_found", "No such route. The API is described at /v1/openapi.json.")));
+  app.use(errorMiddleware);
+  return app;
+}
+
+function validationProblem(err: RequestValidationError, _req: Request, res: Response, _next: NextFunction): void {
+  const errors = [
+    ...(err.pathParams ? zodFieldErrors(err.pathParams, "path") : []),
+    ...(err.headers ? zodFieldErrors(err.headers, "headers") : []),
+    ...(err.query ? zodFieldErrors(err.query, "query") : []),
+    ...(err.body ? zodFieldErrors(err.body, "body") : []),
+  ];
+  sendProblem(res, ApiError.validation(errors));
+}
+
+const notImplementedHandler = async (): Promise<never> => {
+  throw new ApiError("not_implemented", "This operation is specified and validated but not built yet.");
+};
+
+/** Routes whose behaviour belongs to later work: authenticated and validated, then 501. */
+function notImplemented(router: AppRouter): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(router).map(([key, route]) => {
+      if (!isAppRoute(route)) return [key, notImplemented(route)];
+      const meta = (route as AppRoute).metadata as RouteMetadata | undefined;
+      if (!meta?.notImplemented) throw new Error(`route ${key} has no implementation`);
+      return [key, notImplementedHandler];
+    }),
+  );
+}

@@ -1,0 +1,117 @@
+// Dashboard sign-in by e-mailed code. Codes are six digits, stored as an HMAC under a server key
+// (a plain hash of a 6-digit code is reversible by enumeration), live 10 minutes and allow 5
+// attempts. Every verify failure is the same 401, and request-code answers the same whatever the
+// address, so neither reveals who has an account.
+import { randomInt } from "node:crypto";
+import type { DataSource } from "typeorm";
+import { ApiError } from "../http/errors.js";
+import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
+import { newId } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { Mailer } from "../mail/mailer.js";
+import { deriveKey, hmac, randomToken, safeEqual, sha256 } from "../secrets.js";
+import { SESSION_TTL_MS } from "./session-cookie.js";
+
+export const CODE_TTL_MS = 10 * 60_000;
+export const MAX_ATTEMPTS = 5;
+const WINDOW_MS = 15 * 60_000;
+/** Per window of 15 minutes (docs/decisions.md). */
+export const SIGN_IN_LIMITS = { codesPerAddress: 5, codesPerIp: 20, verifiesPerIp: 30 };
+
+export class SignInService {
+  private readonly codeKey: Buffer;
+  private readonly limiter: DatabaseRateLimiter;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly mailer: Mailer,
+    private readonly logger: Logger,
+    secretKey: Buffer,
+  ) {
+    this.codeKey = deriveKey(secretKey, "sign-in-code");
+    this.limiter = new DatabaseRateLimiter(db);
+  }
+
+  async requestCode(rawEmail: string, ip: string): Promise<void> {
+    const email = rawEmail.toLowerCase();
+    for (const [bucket, limit] of [
+      [`code-ip:${ip}`, SIGN_IN_LIMITS.codesPerIp],
+      [`code-email:${email}`, SIGN_IN_LIMITS.codesPerAddress],
+    ] as const) {
+      const decision = await this.limiter.hit(bucket, limit, WINDOW_MS);
+      if (!decision.allowed) throw new ApiError("rate_limited", "Too many sign-in codes requested; try again later.", { headers: rateLimitHeaders(decision) });
+    }
+    if (!(await this.maySignIn(email))) return;
+    const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
+    await this.db.query(
+      `INSERT INTO sign_in_codes (email, code_digest, attempts, expires_at, created_at)
+       VALUES ($1, $2, 0, now() + ($3 || ' milliseconds')::interval, now())
+       ON CONFLICT (email) DO UPDATE SET code_digest = EXCLUDED.code_digest, attempts = 0,
+         expires_at = EXCLUDED.expires_at, created_at = now()`,
+      [email, this.digest(email, code), String(CODE_TTL_MS)],
+    );
+    // Not awaited: the response time must not reveal whether a mail was sent.
+    this.mailer
+      .send({
+        to: email,
+        subject: `Your svc-gateway sign-in code: ${code}`,
+        text: `Your sign-in code is ${code}\n\nIt expires in 10 minutes. If you did not ask for it, ignore this mail.\n`,
+      })
+      .catch((err: unknown) => this.logger.error({ err }, "sign-in mail failed"));
+  }
+
+  /** Returns the new session's token; throws the one uniform 401 on any failure. */
+  async verify(rawEmail: string, code: string, ip: string): Promise<{ token: string; userId: string; workspaceId: string | null }> {
+    const email = rawEmail.toLowerCase();
+    const failure = new ApiError("unauthorized", "The code is wrong, expired or used up. Request a new code.");
+    const perIp = await this.limiter.hit(`verify-ip:${ip}`, SIGN_IN_LIMITS.verifiesPerIp, WINDOW_MS);
+    if (!perIp.allowed) throw failure;
+    // Count the attempt before comparing, atomically, so parallel guesses cannot exceed the limit.
+    const rows: { code_digest: Buffer }[] = await this.db.query(
+      `UPDATE sign_in_codes SET attempts = attempts + 1
+        WHERE email = $1 AND expires_at > now() AND attempts < $2
+        RETURNING code_digest`,
+      [email, MAX_ATTEMPTS],
+    );
+    const stored = rows[0]?.code_digest;
+    if (!stored || !safeEqual(stored, this.digest(email, code))) throw failure;
+    const consumed: unknown[] = await this.db.query(`DELETE FROM sign_in_codes WHERE email = $1 AND code_digest = $2 RETURNING email`, [email, stored]);
+    if (consumed.length === 0) throw failure; // a parallel verify used it first
+
+    return this.db.transaction(async (em) => {
+      await em.query(`INSERT INTO users (id, email) VALUES ($1, $2) ON CONFLICT (email) DO NOTHING`, [newId("usr"), email]);
+      const [user] = (await em.query(`SELECT id FROM users WHERE email = $1`, [email])) as { id: string }[];
+      const [membership] = (await em.query(
+        `SELECT workspace_id FROM members WHERE user_id = $1 ORDER BY created_at ASC LIMIT 1`,
+        [user!.id],
+      )) as { workspace_id: string }[];
+      const token = randomToken(32);
+      await em.query(
+        `INSERT INTO sessions (id, token_digest, user_id, workspace_id, expires_at)
+         VALUES ($1, $2, $3, $4, now() + ($5 || ' milliseconds')::interval)`,
+        [newId("ses"), sha256(token), user!.id, membership?.workspace_id ?? null, String(SESSION_TTL_MS)],
+      );
+      return { token, userId: user!.id, workspaceId: membership?.workspace_id ?? null };
+    });
+  }
+
+  async logout(sessionId: string): Promise<void> {
+    await this.db.query(`DELETE FROM sessions WHERE id = $1`, [sessionId]);
+  }
+
+  /** Members of a workspace, and addresses with a pending invitation, may sign in. */
+  private async maySignIn(email: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `SELECT 1 FROM users u JOIN members m ON m.user_id = u.id WHERE u.email = $1
+       UNION ALL
+       SELECT 1 FROM invitations WHERE email = $1 AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+       LIMIT 1`,
+      [email],
+    );
+    return rows.length > 0;
+  }
+
+  private digest(email: string, code: string): Buffer {
+    return hmac(this.codeKey, `${email}:${code}`);
+  }
+}

@@ -1,0 +1,117 @@
+// The environment, parsed once. Nothing else in the project reads process.env.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const Env = z.object({
+  NODE_ENV: z.string().default("development"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  BASE_URL: z.string().url().optional(),
+  WEB_URL: z.string().url().optional(),
+  DATABASE_URL: z.string().min(1).optional(),
+  DATA_DIR: z.string().min(1).default("./.data"),
+  JOBS_MONGODB_URL: z.string().min(1).optional(),
+  TRANSPORT: z.string().min(1).default("sandbox"),
+  SMTP_URL: z.string().min(1).optional(),
+  MAIL_FROM: z.string().min(3).default("svc-gateway <no-reply@localhost>"),
+  SECRET_KEY: z.string().min(1).optional(),
+  ADMIN_EMAIL: z.string().email().optional(),
+  METRICS_TOKEN: z.string().min(16, "METRICS_TOKEN must be at least 16 characters").optional(),
+  WEBHOOK_ALLOW_PRIVATE: z.string().optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  /** Express "trust proxy": which hops may set X-Forwarded-For (e.g. `loopback`, `1`). Unset: none. */
+  TRUST_PROXY: z.string().min(1).optional(),
+  /** Requests per minute per API key (our decision, docs/decisions.md). */
+  API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+});
+
+export interface Config {
+  production: boolean;
+  port: number;
+  host: string;
+  baseUrl: string;
+  webUrl: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  jobsMongoUrl: string | undefined;
+  transport: string;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  /** 32 bytes: encrypts stored secrets and signs cursors. */
+  secretKey: Buffer;
+  adminEmail: string;
+  metricsToken: string | undefined;
+  webhookAllowPrivate: string[];
+  logLevel: (typeof LOG_LEVELS)[number];
+  apiRateLimitPerMinute: number;
+  trustProxy: string | undefined;
+  /** The sandbox engine and its control API exist only outside production. */
+  sandboxEnabled: boolean;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = Env.safeParse(blankToUndefined(env));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === "production";
+  if (production) {
+    const missing = (["DATABASE_URL", "SECRET_KEY", "BASE_URL"] as const).filter((k) => !e[k]);
+    if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
+  }
+  const dataDir = resolve(e.DATA_DIR);
+  const baseUrl = stripSlash(e.BASE_URL ?? `http://localhost:${e.PORT}`);
+  return {
+    production,
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl,
+    webUrl: stripSlash(e.WEB_URL ?? baseUrl),
+    databaseUrl: e.DATABASE_URL,
+    dataDir,
+    jobsMongoUrl: e.JOBS_MONGODB_URL,
+    transport: e.TRANSPORT,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    secretKey: e.SECRET_KEY ? decodeSecretKey(e.SECRET_KEY) : developmentSecretKey(dataDir),
+    adminEmail: (e.ADMIN_EMAIL ?? "admin@localhost").toLowerCase(),
+    metricsToken: e.METRICS_TOKEN,
+    webhookAllowPrivate: (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    logLevel: e.LOG_LEVEL,
+    apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
+    trustProxy: e.TRUST_PROXY,
+    sandboxEnabled: !production,
+  };
+}
+
+function blankToUndefined(env: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === "" ? undefined : v]));
+}
+
+function stripSlash(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
+function decodeSecretKey(value: string): Buffer {
+  const key = Buffer.from(value, "base64");
+  if (key.length !== 32) throw new ConfigError("SECRET_KEY must be 32 random bytes, base64-encoded (openssl rand -base64 32)");
+  return key;
+}
+
+/** Development only: a key generated once into DATA_DIR so restarts keep cursors and secrets valid. */
+function developmentSecretKey(dataDir: string): Buffer {
+  const file = join(dataDir, "secret.key");
+  if (existsSync(file)) return decodeSecretKey(readFileSync(file, "utf8").trim());
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
+  return key;
+}

@@ -1,0 +1,10 @@
+// Every entity and migration, in one list each: the data source and the CLI both read these.
+import { ApiKey } from "../api-keys/entities.js";
+import { Session, SignInCode } from "../auth/entities.js";
+import { Invitation, Member, User } from "../team/entities.js";
+import { AuditEntry, Plan, UsageDay, Workspace } from "../workspace/entities.js";
+import { Identity1732240000000 } from "./migrations/1732240000000-identity.js";
+
+export const ENTITIES = [Plan, Workspace, UsageDay, AuditEntry, User, Member, Invitation, SignInCode, Session, ApiKey];
+
+export const MIGRATIONS = [Identity1732240000000];

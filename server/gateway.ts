@@ -1,0 +1,90 @@
+// Assembling the process: config → database → jobs → http, and taking it apart again in reverse.
+import type { Server } from "node:http";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { JobRunner } from "../jobs/runner.js";
+import { createApp } from "./app.js";
+import type { Config } from "./config.js";
+import { createServices, type AppContext } from "./context.js";
+import { databaseReachable, openDatabase, type Database } from "./db/database.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createMailer } from "./mail/mailer.js";
+import { Metrics } from "./ops/metrics.js";
+
+export interface Gateway {
+  ctx: AppContext;
+  database: Database;
+  server: Server;
+  /** Where the HTTP server listens, e.g. http://127.0.0.1:3000 */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Embedded database in memory instead of DATA_DIR (tests). */
+  inMemoryDatabase?: boolean;
+}
+
+export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger });
+  const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
+  const base = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs };
+  const ctx: AppContext = { ...base, services: createServices(base) };
+
+  await bootstrap(ctx);
+  await jobs.start();
+
+  let stopping = false;
+  const app = createApp(ctx, {
+    async unavailable() {
+      const down: string[] = [];
+      if (stopping) down.push("process (shutting down)");
+      if (!(await databaseReachable(database.dataSource))) down.push("database");
+      if (!jobs.ready) down.push("job runner");
+      return down;
+    },
+  });
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+
+  return {
+    ctx,
+    database,
+    server,
+    url,
+    /** Stops accepting, finishes requests and jobs in flight, then closes the database. */
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
+        setTimeout(() => server.closeAllConnections(), 10_000).unref();
+      });
+      await jobs.stop();
+      mailer.close();
+      await database.close();
+    },
+  };
+}
+
+/** First start with an empty database: a workspace owned by ADMIN_EMAIL, and how to sign in. */
+async function bootstrap(ctx: AppContext): Promise<void> {
+  if (!(await ctx.services.workspaces.isEmpty())) return;
+  const workspace = await ctx.services.workspaces.create("Default workspace", ctx.config.adminEmail);
+  ctx.logger.info(
+    { workspace_id: workspace.id, owner: ctx.config.adminEmail },
+    `created the first workspace, owned by ${ctx.config.adminEmail}. Sign in: ` +
+      `curl -X POST ${ctx.config.baseUrl}/v1/auth/request-code -H 'content-type: application/json' -d '{"email":"${ctx.config.adminEmail}"}' ` +
+      `then read the code ${ctx.config.smtpUrl ? "from that mailbox" : "from this log (development outbox)"} and POST it with the email to /v1/auth/verify.`,
+  );
+}

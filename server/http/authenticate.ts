@@ -1,0 +1,115 @@
+// The one authentication, scope and plan check, driven by the metadata declared on each contract
+// route. It runs before request validation, so an unauthenticated caller learns nothing about a
+// route's input rules.
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { DataSource } from "typeorm";
+import { parse as parseCookies } from "cookie";
+import type { AppRoute } from "@ts-rest/core";
+import type { PlanFeature, RouteMetadata, Scope } from "../../contract/common.js";
+import { resolveApiKey, resolveSession } from "../auth/credentials.js";
+import { SESSION_COOKIE } from "../auth/session-cookie.js";
+import { requirePlanFeature } from "../workspace/plan-gate.js";
+import { ApiError } from "./errors.js";
+import type { Principal } from "./principal.js";
+import { MemoryRateLimiter, rateLimitHeaders } from "./rate-limit.js";
+
+export interface AuthenticateOptions {
+  db: DataSource;
+  /** Origins whose browsers may make cookie-authenticated mutations (the dashboard). */
+  trustedOrigins: string[];
+  requestsPerMinute: number;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function authenticate(options: AuthenticateOptions): RequestHandler {
+  const keyLimiter = new MemoryRateLimiter(60_000);
+  return (req, res, next) => {
+    const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
+    const meta = route?.metadata as RouteMetadata | undefined;
+    if (!meta || meta.security.auth === "none") return next();
+    run(req, res, meta).then(() => next(), next);
+  };
+
+  async function run(req: Request, res: Response, meta: RouteMetadata): Promise<void> {
+    const security = meta.security;
+    const bearer = bearerToken(req);
+    let principal: Principal | null;
+    switch (security.auth) {
+      case "none":
+        return;
+      case "session":
+        principal = await sessionPrincipal(req, res);
+        break;
+      case "key":
+        principal = await keyPrincipal(bearer, res, security.scope);
+        break;
+      case "key_or_session":
+        principal = bearer !== undefined ? await keyPrincipal(bearer, res, security.scope) : await sessionPrincipal(req, res);
+        break;
+      case "mcp":
+        // OAuth access tokens for the tool resource are resolved by the MCP module when it lands.
+        principal = await keyPrincipal(bearer, res, security.scope);
+        break;
+    }
+    if (!principal) {
+      // Signed in but not yet a member anywhere: only routes that read res.locals.user serve them.
+      if (meta.feature) throw new ApiError("forbidden", "You are not a member of a workspace yet; accept an invitation first.");
+      return;
+    }
+    res.locals.principal = principal;
+    if (meta.feature) await requirePlanFeature(options.db, principal.plan, meta.feature as PlanFeature);
+  }
+
+  async function keyPrincipal(bearer: string | undefined, res: Response, scope: Scope | undefined): Promise<Principal> {
+    if (!bearer) throw new ApiError("unauthorized", "Send an API key as `Authorization: Bearer svc_live_…`.");
+    const principal = await resolveApiKey(options.db, bearer);
+    if (!principal) throw new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
+    const decision = keyLimiter.hit(principal.keyId, options.requestsPerMinute);
+    const headers = rateLimitHeaders(decision);
+    if (!decision.allowed) {
+      throw new ApiError("rate_limited", `This key may make ${decision.limit} requests a minute.`, { headers });
+    }
+    for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+    if (scope && !principal.scopes.includes(scope)) {
+      throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
+    }
+    return principal;
+  }
+
+  async function sessionPrincipal(req: Request, res: Response): Promise<Principal | null> {
+    const token = parseCookies(req.headers.cookie ?? "")[SESSION_COOKIE];
+    const resolved = token ? await resolveSession(options.db, token) : null;
+    if (!resolved) throw new ApiError("unauthorized", "Sign in first: POST /v1/auth/request-code, then /v1/auth/verify.");
+    if (!SAFE_METHODS.has(req.method) && isCrossSite(req, options.trustedOrigins)) {
+      throw new ApiError("cross_site_request", "Cookie-authenticated changes must come from the dashboard's own origin.");
+    }
+    res.locals.user = resolved.user;
+    return resolved.principal;
+  }
+}
+
+function bearerToken(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <key>`.");
+  return m[1];
+}
+
+/**
+ * Browsers always label cross-site requests (Sec-Fetch-Site, Origin); a request with neither comes
+ * from a non-browser client, which cannot be tricked into carrying someone's cookie.
+ */
+export function isCrossSite(req: Request, trustedOrigins: string[]): boolean {
+  const site = req.headers["sec-fetch-site"];
+  if (site === "cross-site" || site === "same-site") {
+    const origin = req.headers.origin;
+    return !(origin && trustedOrigins.includes(origin));
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined) return !trustedOrigins.includes(origin);
+  return false;
+}
+
+export type { NextFunction };

@@ -1,0 +1,38 @@
+// Process entry: start the gateway, stop it gracefully on SIGTERM/SIGINT.
+import { ConfigError, loadConfig } from "./config.js";
+import { startGateway } from "./gateway.js";
+import { createLogger } from "./logger.js";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const gateway = await startGateway(config, { logger });
+  logger.info({ url: gateway.url, base_url: config.baseUrl }, `svc-gateway listening on ${gateway.url}`);
+
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, "shutting down: finishing requests and jobs in flight");
+    gateway.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

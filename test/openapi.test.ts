@@ -1,0 +1,181 @@
+// The OpenAPI document: valid 3.1, committed copy up to date, and every endpoint of spec section 4.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { expect } from "chai";
+import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject } from "openapi3-ts/oas31";
+import { buildOpenApiDocument } from "../server/openapi/document.js";
+
+// Spec section 4, every path under /v1, written out literally (4.1 through 4.10, 4.6b, 4.9).
+const SPEC_OPERATIONS: [string, string][] = [
+  // 4.1 Messages
+  ["post", "/v1/messages/text"],
+  ["get", "/v1/messages"],
+  ["get", "/v1/messages/{id}"],
+  ["post", "/v1/messages/{id}/cancel"],
+  ["post", "/v1/messages/{id}/reschedule"],
+  ["get", "/v1/messages/export"],
+  ["get", "/v1/numbers/check"],
+  // 4.2 Connections
+  ["post", "/v1/connections"],
+  ["get", "/v1/connections"],
+  ["get", "/v1/connections/{connection}"],
+  ["delete", "/v1/connections/{connection}"],
+  ["post", "/v1/connections/{connection}/pair"],
+  ["get", "/v1/connections/{connection}/qr/{grantId}"],
+  ["post", "/v1/connections/{connection}/suspend"],
+  ["post", "/v1/connections/{connection}/resume"],
+  // 4.3 Schedules
+  ["post", "/v1/schedules"],
+  ["get", "/v1/schedules"],
+  ["get", "/v1/schedules/{id}"],
+  ["post", "/v1/schedules/{id}/pause"],
+  ["post", "/v1/schedules/{id}/resume"],
+  ["post", "/v1/schedules/{id}/cancel"],
+  // 4.4 Webhook endpoints
+  ["post", "/v1/webhook-endpoints"],
+  ["get", "/v1/webhook-endpoints"],
+  ["delete", "/v1/webhook-endpoints/{id}"],
+  // 4.5 AI
+  ["post", "/v1/ai/credentials"],
+  ["get", "/v1/ai/credentials"],
+  ["delete", "/v1/ai/credentials/{id}"],
+  ["put", "/v1/ai/policies/{connection}"],
+  ["get", "/v1/ai/policies/{connection}"],
+  ["get", "/v1/ai/runs"],
+  // 4.6 Workspace
+  ["get", "/v1/whoami"],
+  ["get", "/v1/workspace"],
+  ["get", "/v1/usage"],
+  ["post", "/v1/api-keys"],
+  ["get", "/v1/api-keys"],
+  ["post", "/v1/api-keys/{id}/revoke"],
+  ["post", "/v1/api-keys/{id}/rotate"],
+  // 4.7 Team
+  ["get", "/v1/members"],
+  ["post", "/v1/members/invitations"],
+  ["delete", "/v1/members/invitations/{id}"],
+  ["post", "/v1/members/accept"],
+  ["patch", "/v1/members/{id}"],
+  ["delete", "/v1/members/{id}"],
+  // 4.8 Dashboard sign-in
+  ["post", "/v1/auth/request-code"],
+  ["post", "/v1/auth/verify"],
+  ["get", "/v1/auth/session"],
+  ["post", "/v1/auth/logout"],
+  // 4.6b Tool endpoint
+  ["post", "/v1/mcp"],
+  ["get", "/v1/mcp/tools"],
+  // 4.9 OAuth
+  ["post", "/v1/oauth/register"],
+  ["get", "/v1/oauth/authorize"],
+  ["post", "/v1/oauth/token"],
+  // 4.10 Operational (the /v1 ones)
+  ["get", "/v1/openapi.json"],
+  ["post", "/v1/provider/{providerName}/{token}"],
+];
+
+// RFC 6749 / RFC 7591 errors are `{error, error_description}` as application/json, not problems.
+const OAUTH_ERRORS = new Set(["oauthRegister 400", "oauthToken 400"]);
+
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"] as const;
+
+function operations(doc: OpenAPIObject): { method: string; path: string; op: OperationObject }[] {
+  const out: { method: string; path: string; op: OperationObject }[] = [];
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (op) out.push({ method, path, op });
+    }
+  }
+  return out;
+}
+
+describe("OpenAPI document", () => {
+  const doc = buildOpenApiDocument();
+
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc) as never);
+    if (!result.valid) console.error(JSON.stringify(result.errors, null, 2));
+    expect(result.valid).to.equal(true);
+  });
+
+  it("is committed up to date as openapi.json", () => {
+    const file = fileURLToPath(new URL("../openapi.json", import.meta.url));
+    const onDisk: unknown = JSON.parse(readFileSync(file, "utf8"));
+    expect(onDisk, "openapi.json is stale: run `npm run openapi`").to.deep.equal(JSON.parse(JSON.stringify(doc)));
+  });
+
+  it("declares OpenAPI 3.1.0, API version 1.0.0 and an environment-independent server", () => {
+    expect(doc.openapi).to.equal("3.1.0");
+    expect(doc.info.version).to.equal("1.0.0");
+    expect(doc.servers).to.deep.equal([{ url: "/" }]);
+    expect(buildOpenApiDocument({ serverUrl: "https://api.example.com" }).servers).to.deep.equal([{ url: "https://api.example.com" }]);
+  });
+
+  it("has every /v1 endpoint of spec section 4, and nothing else", () => {
+    const missing = SPEC_OPERATIONS.filter(([method, path]) => !doc.paths?.[path]?.[method as (typeof METHODS)[number]]);
+    expect(missing, "missing operations").to.deep.equal([]);
+    const documented = operations(doc).map(({ method, path }) => `${method} ${path}`);
+    expect(documented).to.have.members(SPEC_OPERATIONS.map(([m, p]) => `${m} ${p}`));
+  });
+
+  it("gives every operation an operationId, tags, summary, responses and security", () => {
+    const ids = new Set<string>();
+    for (const { method, path, op } of operations(doc)) {
+      const where = `${method} ${path}`;
+      expect(op.operationId, where).to.be.a("string").and.match(/^[a-z][A-Za-z0-9]*$/);
+      expect(ids.has(op.operationId!), `${where}: duplicate operationId`).to.equal(false);
+      ids.add(op.operationId!);
+      expect(op.tags, where).to.be.an("array").with.lengthOf(1);
+      expect(op.summary, where).to.be.a("string").and.not.equal("");
+      expect(Object.keys(op.responses ?? {}), where).to.not.be.empty;
+      expect(op.security, where).to.be.an("array");
+    }
+  });
+
+  it("answers errors as application/problem+json and successes as JSON (CSV for the export)", () => {
+    for (const { method, path, op } of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, ResponseObject>)) {
+        const where = `${method} ${path} ${status}`;
+        const types = Object.keys(response.content ?? {});
+        if (Number(status) >= 400) {
+          expect(types, where).to.deep.equal(OAUTH_ERRORS.has(`${op.operationId} ${status}`) ? ["application/json"] : ["application/problem+json"]);
+        } else if (status === "204" || status === "302" || (op.operationId === "mcpCall" && status === "202")) {
+          expect(types, where).to.deep.equal([]);
+        } else {
+          expect(types, where).to.deep.equal(op.operationId === "messagesExport" ? ["text/csv"] : ["application/json"]);
+        }
+        if (status === "429") expect(response.headers, where).to.have.property("Retry-After");
+      }
+    }
+  });
+
+  it("maps security from the route metadata", () => {
+    const security = (method: string, path: string) => doc.paths?.[path]?.[method as "get"]?.security;
+    expect(security("post", "/v1/messages/text")).to.deep.equal([{ apiKey: [] }]);
+    expect(security("get", "/v1/workspace")).to.deep.equal([{ sessionCookie: [] }]);
+    expect(security("post", "/v1/webhook-endpoints")).to.deep.equal([{ apiKey: [] }, { sessionCookie: [] }]);
+    expect(security("post", "/v1/mcp")).to.deep.equal([{ apiKey: [] }, { oauth2: ["mcp:read"] }]);
+    expect(security("post", "/v1/auth/verify")).to.deep.equal([]);
+    expect(Object.keys(doc.components?.securitySchemes ?? {})).to.have.members(["apiKey", "sessionCookie", "oauth2"]);
+  });
+
+  it("keeps limits, integer types and content types through the conversion", () => {
+    const list = doc.paths?.["/v1/messages"]?.get?.parameters as ParameterObject[];
+    expect(list.find((p) => p.name === "limit")?.schema).to.deep.equal({ type: "integer", minimum: 1, maximum: 100, default: 25 });
+    const exportParams = doc.paths?.["/v1/messages/export"]?.get?.parameters as ParameterObject[];
+    expect(exportParams.find((p) => p.name === "days")?.schema).to.deep.equal({ type: "integer", minimum: 1, maximum: 365, default: 30 });
+    const send = doc.paths?.["/v1/messages/text"]?.post;
+    expect((send?.parameters as ParameterObject[]).map((p) => [p.name, p.in])).to.deep.equal([["Idempotency-Key", "header"]]);
+    const token = doc.paths?.["/v1/oauth/token"]?.post?.requestBody;
+    expect(Object.keys((token as { content: object }).content)).to.deep.equal(["application/x-www-form-urlencoded"]);
+  });
+
+  it("contains no OpenAPI 3.0 or draft-specific leftovers (nullable, $schema)", () => {
+    const text = JSON.stringify(doc);
+    expect(text).to.not.include('"nullable"');
+    expect(text).to.not.include('"$schema"');
+  });
+});

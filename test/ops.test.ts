@@ -1,0 +1,96 @@
+import { expect } from "chai";
+import { Writable } from "node:stream";
+import { loadConfig, ConfigError } from "../server/config.js";
+import { createLogger } from "../server/logger.js";
+import { testEnv } from "./setup.js";
+import { http, newWorkspace } from "./support/actors.js";
+
+describe("operational endpoints", () => {
+  it("answers /healthz without touching dependencies and /readyz when the database and job runner are up", async () => {
+    const health = await http("GET", "/healthz");
+    expect(health.status).to.equal(200);
+    const ready = await http("GET", "/readyz");
+    expect(ready.status).to.equal(200);
+    expect(ready.json).to.deep.equal({ status: "ready" });
+  });
+
+  it("serves /metrics only with the token, and no label names a workspace, connection, number or session", async () => {
+    const ws = await newWorkspace();
+    await ws.owner.client.workspace.get();
+    expect((await http("GET", "/metrics")).status).to.equal(401);
+    expect((await http("GET", "/metrics", { headers: { authorization: "Bearer wrong-token-wrong-token" } })).status).to.equal(401);
+    const res = await http("GET", "/metrics", { headers: { authorization: "Bearer test-metrics-token-0123456789" } });
+    expect(res.status).to.equal(200);
+    expect(res.text).to.include("svc_http_requests_total").and.include('route="/v1/workspace"');
+    expect(res.text).to.not.include(ws.id).and.not.include(ws.owner.email).and.not.include("svc_session");
+    const labelNames = new Set([...res.text.matchAll(/[{,]([a-z_]+)="/g)].map((m) => m[1]));
+    for (const forbidden of ["workspace", "workspace_id", "connection", "phone", "number", "session"]) expect(labelNames).to.not.include(forbidden);
+  });
+
+  it("publishes the RFC 9727 API catalog pointing at the OpenAPI document", async () => {
+    const res = await http("GET", "/.well-known/api-catalog");
+    expect(res.status).to.equal(200);
+    expect(res.headers.get("content-type")).to.match(/^application\/linkset\+json/);
+    const anchor = (res.json.linkset as { "service-desc": { href: string }[] }[])[0]!;
+    expect(anchor["service-desc"][0]!.href).to.equal(`${testEnv().gateway.ctx.config.baseUrl}/v1/openapi.json`);
+    const head = await fetch(`${testEnv().baseUrl}/.well-known/api-catalog`, { method: "HEAD" });
+    expect(head.headers.get("link")).to.match(/rel="api-catalog"/);
+  });
+
+  it("answers every error as problem+json with a stable code and the request id of X-Request-Id", async () => {
+    const unknown = await http("GET", "/v1/nothing-here");
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get("content-type")).to.match(/^application\/problem\+json/);
+    expect(unknown.json).to.include({ code: "not_found", status: 404 });
+    expect(unknown.json.request_id).to.equal(unknown.headers.get("x-request-id"));
+
+    const malformed = await http("POST", "/v1/auth/request-code", { raw: "{not json" });
+    expect(malformed.status).to.equal(400);
+    expect(malformed.json.code).to.equal("validation_failed");
+
+    const tooLarge = await http("POST", "/v1/auth/request-code", { raw: JSON.stringify({ email: "a@b.c", pad: "x".repeat(1024 * 1024) }) });
+    expect(tooLarge.status).to.equal(400);
+    expect(tooLarge.json.detail).to.match(/too large/);
+
+    const traced = await http("GET", "/v1/nothing", { headers: { "x-request-id": "trace-abc-12345" } });
+    expect(traced.headers.get("x-request-id")).to.equal("trace-abc-12345");
+    expect(traced.json.request_id).to.equal("trace-abc-12345");
+  });
+
+  it("answers 501 problem+json for specified operations not built yet, after validating their input", async () => {
+    const ws = await newWorkspace();
+    const { key } = await ws.key(["schedules:read"]);
+    const auth = { authorization: `Bearer ${key}` };
+    const invalid = await http("GET", "/v1/schedules?status=sleeping", { headers: auth });
+    expect(invalid.status).to.equal(400);
+    const valid = await http("GET", "/v1/schedules?status=active", { headers: auth });
+    expect(valid.status).to.equal(501);
+    expect(valid.json.code).to.equal("not_implemented");
+  });
+});
+
+describe("configuration and logs", () => {
+  it("refuses to start in production without DATABASE_URL, SECRET_KEY and BASE_URL", () => {
+    expect(() => loadConfig({ NODE_ENV: "production" })).to.throw(ConfigError, /DATABASE_URL, SECRET_KEY, BASE_URL/);
+    const key = Buffer.alloc(32, 7).toString("base64");
+    const config = loadConfig({ NODE_ENV: "production", DATABASE_URL: "postgres://x/y", SECRET_KEY: key, BASE_URL: "https://api.example.com/" });
+    expect(config.baseUrl).to.equal("https://api.example.com");
+    expect(config.sandboxEnabled).to.equal(false);
+    expect(() => loadConfig({ SECRET_KEY: Buffer.alloc(31).toString("base64"), DATA_DIR: testEnv().dataDir })).to.throw(ConfigError, /32 random bytes/);
+    expect(() => loadConfig({ PORT: "70000", DATA_DIR: testEnv().dataDir })).to.throw(ConfigError, /PORT/);
+  });
+
+  it("redacts credentials from structured logs", () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const log = createLogger("info", sink);
+    log.info({ req: { headers: { authorization: "Bearer svc_live_secret", cookie: "svc_session=abc" } }, body: { api_key: "sk-secret", code: "123456" } }, "x");
+    expect(lines.join("")).to.not.include("svc_live_secret").and.not.include("svc_session=abc").and.not.include("sk-secret").and.not.include("123456");
+    expect(lines.join("")).to.include("[redacted]");
+  });
+});
