@@ -22,7 +22,7 @@ export const GrantParams = z.object({ connection: ConnectionRef, grantId: z.stri
 export type GrantParams = z.infer<typeof GrantParams>;
 
 export const Connection = z.object({
-  id: z.string().describe("Identifier with prefix `conn_`"),
+  id: z.string().describe("Identifier with prefix `con_`"),
   object: z.literal("connection"),
   slug: z.string(),
   name: z.string().nullable(),

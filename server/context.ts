@@ -9,6 +9,7 @@ import type { Metrics } from "./ops/metrics.js";
 import { TeamService } from "./team/service.js";
 import { WorkspaceService } from "./workspace/service.js";
 import type { JobRunner } from "../jobs/runner.js";
+import type { EngineRegistry } from "./engines/engine.js";
 
 export interface AppContext {
   config: Config;
@@ -17,6 +18,8 @@ export interface AppContext {
   mailer: Mailer;
   metrics: Metrics;
   jobs: JobRunner;
+  /** Linked-device engines by name; `config.transport` names the default for new connections. */
+  engines: EngineRegistry;
   services: Services;
 }
 

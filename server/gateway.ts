@@ -10,6 +10,7 @@ import { databaseReachable, openDatabase, type Database } from "./db/database.js
 import { createLogger, type Logger } from "./logger.js";
 import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
+import { EngineRegistry } from "./engines/engine.js";
 
 export interface Gateway {
   ctx: AppContext;
@@ -31,7 +32,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger });
   const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
-  const base = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs };
+  const engines = new EngineRegistry();
+  const base = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines };
   const ctx: AppContext = { ...base, services: createServices(base) };
 
   await bootstrap(ctx);

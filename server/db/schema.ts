@@ -3,8 +3,29 @@ import { ApiKey } from "../api-keys/entities.js";
 import { Session, SignInCode } from "../auth/entities.js";
 import { Invitation, Member, User } from "../team/entities.js";
 import { AuditEntry, Plan, UsageDay, Workspace } from "../workspace/entities.js";
+import { Connection, PairingGrant } from "../connections/entities.js";
+import { DomainEvent } from "../events/entities.js";
+import { DispatchEntry, Message, TimelineEntry } from "../messages/entities.js";
 import { Identity1732240000000 } from "./migrations/1732240000000-identity.js";
+import { Messaging1732240100000 } from "./migrations/1732240100000-messaging.js";
 
-export const ENTITIES = [Plan, Workspace, UsageDay, AuditEntry, User, Member, Invitation, SignInCode, Session, ApiKey];
+export const ENTITIES = [
+  Plan,
+  Workspace,
+  UsageDay,
+  AuditEntry,
+  User,
+  Member,
+  Invitation,
+  SignInCode,
+  Session,
+  ApiKey,
+  Connection,
+  PairingGrant,
+  Message,
+  TimelineEntry,
+  DispatchEntry,
+  DomainEvent,
+];
 
-export const MIGRATIONS = [Identity1732240000000];
+export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000];

@@ -1,0 +1,32 @@
+import { Column, Entity, PrimaryColumn } from "typeorm";
+import type { ConnectionState } from "../../contract/index.js";
+
+export type StoredConnectionState = ConnectionState | "deleted";
+
+@Entity("connections")
+export class Connection {
+  @PrimaryColumn({ type: "text" }) id!: string;
+  @Column({ type: "text", name: "workspace_id" }) workspaceId!: string;
+  @Column({ type: "text" }) slug!: string;
+  @Column({ type: "text", nullable: true }) name!: string | null;
+  @Column({ type: "text" }) state!: StoredConnectionState;
+  /** Whether the engine reports a linked device; decides where resume returns to. */
+  @Column({ type: "boolean" }) linked!: boolean;
+  @Column({ type: "text", nullable: true }) phone!: string | null;
+  @Column({ type: "text" }) transport!: string;
+  @Column({ type: "text", name: "callback_nonce" }) callbackNonce!: string;
+  @Column({ type: "bytea", name: "callback_token_digest" }) callbackTokenDigest!: Buffer;
+  @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
+  @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
+  @Column({ type: "timestamptz", name: "deleted_at", nullable: true }) deletedAt!: Date | null;
+}
+
+@Entity("pairing_grants")
+export class PairingGrant {
+  @PrimaryColumn({ type: "text" }) id!: string;
+  @Column({ type: "text", name: "connection_id" }) connectionId!: string;
+  /** The pairing payload is a credential (whoever scans it links a device): stored encrypted. */
+  @Column({ type: "text", name: "payload_sealed" }) payloadSealed!: string;
+  @Column({ type: "timestamptz", name: "expires_at" }) expiresAt!: Date;
+  @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
+}

@@ -1,0 +1,70 @@
+// What the gateway needs from a linked-device engine, and nothing more. An engine runs the
+// session of one or more numbers; it reports back (state changes, inbound messages, delivery
+// updates) by HTTP to POST /v1/provider/{providerName}/{callback_token}, in the wire format of
+// contract/ops.ts (ProviderCallback). A real engine (Baileys-based, or an adapter to an external
+// engine server) implements this interface and needs no change to the messaging code.
+import type { Location, Media, Recipient } from "../../contract/index.js";
+
+export interface EngineConnection {
+  /** Our connection id: the engine's key for the session. */
+  id: string;
+  /** Where the engine posts its reports for this connection (includes the callback token). */
+  callbackUrl: string;
+}
+
+export interface OutboundMessage {
+  /** Our message id. The engine must deduplicate on it: a retried hand-off never sends twice. */
+  messageId: string;
+  to: Recipient;
+  body: string | null;
+  media: Media | null;
+  location: Location | null;
+}
+
+/** A failure the engine reports; `permanent` ones are not retried. */
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+    readonly code = permanent ? "engine_rejected" : "engine_unavailable",
+  ) {
+    super(message);
+  }
+}
+
+export interface NumberCheck {
+  /** false when the engine cannot say (e.g. the session is not connected). */
+  checked: boolean;
+  onNetwork: boolean | null;
+}
+
+export interface Engine {
+  /** The `providerName` in callback URLs, e.g. "sandbox". */
+  readonly name: string;
+  /** Begin pairing; returns the pairing payload to show as a QR code. */
+  startPairing(connection: EngineConnection): Promise<{ payload: string }>;
+  /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */
+  send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }>;
+  checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
+  /** Unlink the device (connection deleted). */
+  logout(connection: EngineConnection): Promise<void>;
+  /** Release the session's resources (suspend, shutdown); the link survives. */
+  stop(connection: EngineConnection): Promise<void>;
+}
+
+/** Engines by name; the connection's `transport` column picks one. */
+export class EngineRegistry {
+  private readonly engines = new Map<string, Engine>();
+
+  register(engine: Engine): void {
+    this.engines.set(engine.name, engine);
+  }
+
+  get(name: string): Engine | undefined {
+    return this.engines.get(name);
+  }
+
+  names(): string[] {
+    return [...this.engines.keys()];
+  }
+}

@@ -1,0 +1,109 @@
+// Smoke test of the published artefact: `npm pack` the SDK, install the tarball into a fresh
+// project, and use it from plain Node and from TypeScript, as a user would.
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const sdkDir = resolve(fileURLToPath(new URL("../sdk", import.meta.url)));
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_update_notifier: "false" } });
+}
+
+describe("@svc/sdk packed tarball", function () {
+  this.timeout(180_000);
+  let workDir: string;
+  let project: string;
+  let installed: string;
+
+  before(function () {
+    workDir = mkdtempSync(join(tmpdir(), "svc-sdk-pack-"));
+    run(npm, ["pack", "--pack-destination", workDir], sdkDir);
+    const tarballs = readdirSync(workDir).filter((f) => f.endsWith(".tgz"));
+    expect(tarballs, "npm pack output").to.have.length(1);
+
+    project = join(workDir, "consumer");
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module" }, null, 2));
+    run(npm, ["install", join(workDir, tarballs[0]!), "--no-audit", "--no-fund", "--prefer-offline", "--no-package-lock"], project);
+    installed = join(project, "node_modules", "@svc", "sdk");
+  });
+
+  after(function () {
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it("ships only the build output, with declarations for the SDK and the contract", function () {
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { name: string; dependencies: Record<string, string> };
+    expect(manifest.name).to.equal("@svc/sdk");
+    expect(Object.keys(manifest.dependencies).sort()).to.deep.equal(["@ts-rest/core", "zod"]);
+    const declarations = readFileSync(join(installed, "dist/sdk/src/index.d.ts"), "utf8");
+    expect(declarations).to.contain("verifyWebhook");
+    expect(existsSync(join(installed, "dist/contract/index.d.ts"))).to.equal(true);
+    expect(existsSync(join(installed, "dist/contract/index.js"))).to.equal(true);
+    expect(existsSync(join(installed, "src")), "sources are not shipped").to.equal(false);
+    expect(existsSync(join(installed, "tsconfig.build.json"))).to.equal(false);
+  });
+
+  it("runs from plain Node: a webhook round trip, the client and the contract", function () {
+    writeFileSync(
+      join(project, "smoke.mjs"),
+      `import { createClient, contract, signWebhookPayload, verifyWebhook, WebhookVerificationError, Message } from "@svc/sdk";
+const body = JSON.stringify({ id: "evt_1", type: "message.sent", created_at: "2025-01-01T00:00:00Z", connection: "c", data: {} });
+const now = Math.floor(Date.now() / 1000);
+const event = verifyWebhook({ payload: Buffer.from(body), headers: { "svc-signature": signWebhookPayload("s3cret", now, body) }, secret: "s3cret" });
+if (event.id !== "evt_1") throw new Error("round trip failed");
+let reason;
+try { verifyWebhook({ payload: body + " ", headers: { "svc-signature": signWebhookPayload("s3cret", now, body) }, secret: "s3cret" }); }
+catch (err) { reason = err instanceof WebhookVerificationError && err.reason; }
+if (reason !== "signature_mismatch") throw new Error("tampering not detected: " + reason);
+if (typeof createClient !== "function") throw new Error("no createClient");
+const client = createClient({ baseUrl: "http://localhost:1", apiKey: "svc_test_x" });
+if (typeof client.workspace.whoami !== "function" || typeof client.messages.send !== "function") throw new Error("client routes missing");
+if (contract.messages.send.path !== "/v1/messages/text") throw new Error("contract missing");
+if (typeof Message.parse !== "function") throw new Error("schemas missing");
+console.log("ok");
+`,
+    );
+    expect(run(process.execPath, ["smoke.mjs"], project).trim()).to.equal("ok");
+  });
+
+  it("type-checks a TypeScript consumer against the shipped declarations", function () {
+    const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+    writeFileSync(
+      join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2022", "DOM"], strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        files: ["consumer.ts"],
+      }),
+    );
+    writeFileSync(
+      join(project, "consumer.ts"),
+      `import { createClient, expectOk, listAllMessages, verifyWebhook, type Message, type Whoami, type WebhookEventPayload } from "@svc/sdk";
+const client = createClient({ baseUrl: "http://localhost:1", apiKey: "svc_test_x" });
+export async function main(): Promise<void> {
+  const me: Whoami = await expectOk(client.workspace.whoami());
+  const sent: Message = await expectOk(client.messages.send({ body: { connection: "c", to: "+15550001111", body: "hi" } }));
+  // @ts-expect-error the body type is precise, not any
+  const wrong: number = await expectOk(client.workspace.whoami());
+  // @ts-expect-error unknown fields are rejected by the contract's types
+  await client.messages.send({ body: { connection: "c", to: "+15550001111", bogus: 1 } });
+  for await (const m of listAllMessages(client, { status: "failed" })) void (m satisfies Message);
+  const event: WebhookEventPayload = verifyWebhook({ payload: "{}", headers: {}, secret: "s" });
+  void [me, sent, wrong, event];
+}
+`,
+    );
+    try {
+      run(process.execPath, [tsc, "-p", "."], project);
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string };
+      expect.fail(`tsc failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`);
+    }
+  });
+});
