@@ -157,7 +157,7 @@ describe("dashboard sign-in", () => {
     expect(evil.json.code).to.equal("cross_site_request");
     const crossSite = await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie, "sec-fetch-site": "cross-site" } });
     expect(crossSite.status).to.equal(403);
-    const own = await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie, origin: new URL(testEnv().baseUrl).origin } });
+    const own = await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie, origin: new URL(testEnv().gateway.ctx.config.webUrl).origin } });
     expect(own.status).to.equal(201);
     const keys: unknown[] = await testEnv().gateway.ctx.db.query(`SELECT 1 FROM api_keys WHERE workspace_id = $1`, [ws.id]);
     expect(keys).to.have.length(1);

@@ -4,6 +4,7 @@
 // address, so neither reveals who has an account.
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
+import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
 import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
 import { newId } from "../ids.js";
@@ -67,15 +68,16 @@ export class SignInService {
     const perIp = await this.limiter.hit(`verify-ip:${ip}`, SIGN_IN_LIMITS.verifiesPerIp, WINDOW_MS);
     if (!perIp.allowed) throw failure;
     // Count the attempt before comparing, atomically, so parallel guesses cannot exceed the limit.
-    const rows: { code_digest: Buffer }[] = await this.db.query(
+    const counted = await rows<{ code_digest: Buffer }>(
+      this.db,
       `UPDATE sign_in_codes SET attempts = attempts + 1
         WHERE email = $1 AND expires_at > now() AND attempts < $2
         RETURNING code_digest`,
       [email, MAX_ATTEMPTS],
     );
-    const stored = rows[0]?.code_digest;
+    const stored = counted[0]?.code_digest;
     if (!stored || !safeEqual(stored, this.digest(email, code))) throw failure;
-    const consumed: unknown[] = await this.db.query(`DELETE FROM sign_in_codes WHERE email = $1 AND code_digest = $2 RETURNING email`, [email, stored]);
+    const consumed = await rows(this.db, `DELETE FROM sign_in_codes WHERE email = $1 AND code_digest = $2 RETURNING email`, [email, stored]);
     if (consumed.length === 0) throw failure; // a parallel verify used it first
 
     return this.db.transaction(async (em) => {
