@@ -53,8 +53,8 @@ export const PairingPayload = z.object({
 });
 export type PairingPayload = z.infer<typeof PairingPayload>;
 
-const read = { security: { auth: "key", scope: "connections:read" }, tag: "Connections", notImplemented: true } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "connections:write" }, tag: "Connections", notImplemented: true } satisfies RouteMetadata;
+const read = { security: { auth: "key", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "connections:write" }, tag: "Connections" } satisfies RouteMetadata;
 
 export const connections = c.router(
   {

@@ -164,8 +164,8 @@ export const NumberCheck = z.object({
 });
 export type NumberCheck = z.infer<typeof NumberCheck>;
 
-const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages", notImplemented: true } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages", notImplemented: true } satisfies RouteMetadata;
+const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages" } satisfies RouteMetadata;
 
 export const messages = c.router(
   {

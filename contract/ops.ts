@@ -88,7 +88,7 @@ export const ops = c.router(
       pathParams: ProviderCallbackParams,
       body: ProviderEvent,
       responses: { 202: ProviderCallbackAck, ...problems(400, 404, 501) },
-      metadata: { security: { auth: "none" }, tag: "Operational", notImplemented: true } satisfies RouteMetadata,
+      metadata: { security: { auth: "none" }, tag: "Operational" } satisfies RouteMetadata,
     },
   },
   { strictStatusCodes: true },

@@ -44,8 +44,9 @@ export const CreateScheduleBody = z
     name: z.string().min(1).max(80),
     timezone: TimezoneName,
     recurrence: Recurrence,
-    // Free-form here (the spec leaves its validation open); the server checks it as a send body.
-    message: FreeObject,
+    // Free-form here (the spec leaves its validation open); the server checks it as a send body
+    // without send_at (400 with paths under body.message when the send path would refuse it).
+    message: FreeObject.describe("A send request (POST /v1/messages/text body) without `send_at`, validated at creation"),
     starts_at: ZonedDateTime.optional(),
     ends_at: ZonedDateTime.optional(),
     max_occurrences: z.number().int().min(1).max(10000).optional(),
@@ -68,8 +69,10 @@ export const Schedule = z.object({
   ends_at: Timestamp.nullable(),
   max_occurrences: z.number().int().nullable(),
   occurrences: z.number().int().describe("How many times it has fired"),
-  next_run_at: Timestamp.nullable().describe("null once completed or canceled"),
-  last_run_at: Timestamp.nullable(),
+  next_run_at: Timestamp.nullable().describe(
+    "The next instant it fires; null once completed or canceled. While paused: the run that was next when it was paused (resume recomputes it from now)",
+  ),
+  last_run_at: Timestamp.nullable().describe("The occurrence instant that fired last"),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -78,8 +81,8 @@ export type Schedule = z.infer<typeof Schedule>;
 export const ScheduleList = list(Schedule);
 export type ScheduleList = z.infer<typeof ScheduleList>;
 
-const read = { security: { auth: "key", scope: "schedules:read" }, tag: "Schedules", notImplemented: true } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "schedules:write" }, tag: "Schedules", notImplemented: true } satisfies RouteMetadata;
+const read = { security: { auth: "key", scope: "schedules:read" }, tag: "Schedules" } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "schedules:write" }, tag: "Schedules" } satisfies RouteMetadata;
 
 const transition = <V extends "pause" | "resume" | "cancel">(verb: V, summary: string, description: string) =>
   ({
@@ -89,7 +92,7 @@ const transition = <V extends "pause" | "resume" | "cancel">(verb: V, summary: s
     description,
     pathParams: IdParams,
     body: c.noBody(),
-    responses: { 200: Schedule, ...problems(400, 401, 403, 404, 409, 429, 501) },
+    responses: { 200: Schedule, ...problems(400, 401, 403, 404, 409, 429) },
     metadata: write,
   }) as const;
 
@@ -101,7 +104,7 @@ export const schedules = c.router(
       summary: "Create a schedule",
       description: "The response carries the resolved `next_run_at`. Unknown timezone or a recurrence that never fires: 400.",
       body: CreateScheduleBody,
-      responses: { 201: Schedule, ...problems(400, 401, 402, 403, 429, 501) },
+      responses: { 201: Schedule, ...problems(400, 401, 402, 403, 429) },
       metadata: { ...write, feature: "scheduling" } satisfies RouteMetadata,
     },
     list: {
@@ -109,7 +112,7 @@ export const schedules = c.router(
       path: "/v1/schedules",
       summary: "List schedules",
       query: ListSchedulesQuery,
-      responses: { 200: ScheduleList, ...problems(400, 401, 403, 429, 501) },
+      responses: { 200: ScheduleList, ...problems(400, 401, 403, 429) },
       metadata: read,
     },
     get: {
@@ -117,7 +120,7 @@ export const schedules = c.router(
       path: "/v1/schedules/:id",
       summary: "Retrieve a schedule",
       pathParams: IdParams,
-      responses: { 200: Schedule, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: Schedule, ...problems(400, 401, 403, 404, 429) },
       metadata: read,
     },
     pause: transition("pause", "Pause a schedule", "Keeps the schedule but stops it firing. 409 when its state does not allow it."),

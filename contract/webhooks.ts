@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionRef, IdParams, NoBody, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+import { ConnectionRef, IdParams, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
 
 const c = initContract();
 
@@ -38,7 +38,7 @@ export const CreateWebhookEndpointBody = z
 export type CreateWebhookEndpointBody = z.infer<typeof CreateWebhookEndpointBody>;
 
 export const WebhookEndpoint = z.object({
-  id: z.string().describe("Identifier with prefix `we_`"),
+  id: z.string().describe("Identifier with prefix `whe_`"),
   object: z.literal("webhook_endpoint"),
   url: z.string(),
   description: z.string().nullable(),
@@ -56,9 +56,53 @@ export type WebhookEndpointCreated = z.infer<typeof WebhookEndpointCreated>;
 export const WebhookEndpointList = list(WebhookEndpoint);
 export type WebhookEndpointList = z.infer<typeof WebhookEndpointList>;
 
+export const WEBHOOK_DELIVERY_STATUSES = ["pending", "succeeded", "failed", "canceled"] as const;
+export const WebhookDeliveryStatus = z.enum(WEBHOOK_DELIVERY_STATUSES);
+export type WebhookDeliveryStatus = z.infer<typeof WebhookDeliveryStatus>;
+
+export const WebhookAttempt = z.object({
+  attempted_at: Timestamp,
+  trigger: z.enum(["initial", "retry", "manual"]).describe("The first attempt, a scheduled retry, or a resend"),
+  status_code: z.number().int().nullable().describe("The receiver's HTTP status; null when no response arrived"),
+  latency_ms: z.number().int(),
+  error_code: z.string().nullable().describe("Null on success; `http_status`, `timeout`, `blocked`, `dns`, `connection_refused`, `tls`…"),
+  error: z.string().nullable(),
+});
+export type WebhookAttempt = z.infer<typeof WebhookAttempt>;
+
+export const WebhookDelivery = z.object({
+  id: z.string().describe("Identifier with prefix `del_`"),
+  object: z.literal("webhook_delivery"),
+  endpoint_id: z.string(),
+  event_id: z.string().describe("The `evt_…` id, also sent as `Svc-Event-Id`"),
+  event_type: z.string(),
+  status: WebhookDeliveryStatus.describe("`pending` until a 2xx (`succeeded`) or the retry schedule is exhausted (`failed`); `canceled` when the endpoint was deleted"),
+  attempt_count: z.number().int(),
+  next_attempt_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  completed_at: Timestamp.nullable(),
+  attempts: z.array(WebhookAttempt).describe("Every attempt, oldest first"),
+});
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
+
+export const WebhookDeliveryPage = page(WebhookDelivery);
+export type WebhookDeliveryPage = z.infer<typeof WebhookDeliveryPage>;
+
+export const ListWebhookDeliveriesQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(25),
+    cursor: z.string().max(200).optional(),
+    status: WebhookDeliveryStatus.optional(),
+  })
+  .strict();
+export type ListWebhookDeliveriesQuery = z.infer<typeof ListWebhookDeliveriesQuery>;
+
+export const WebhookDeliveryParams = z.object({ id: z.string().min(1).max(64), deliveryId: z.string().min(1).max(64) });
+
 // Spec 4.4 marks session auth; 5.11 also lets a key with webhooks:write register its own endpoint.
-const read = { security: { auth: "key_or_session", scope: "webhooks:read" }, tag: "Webhooks", notImplemented: true } satisfies RouteMetadata;
-const write = { security: { auth: "key_or_session", scope: "webhooks:write" }, tag: "Webhooks", notImplemented: true } satisfies RouteMetadata;
+// A session must also hold a role that may manage webhook endpoints (product.md, Roles).
+const read = { security: { auth: "key_or_session", scope: "webhooks:read" }, tag: "Webhooks" } satisfies RouteMetadata;
+const write = { security: { auth: "key_or_session", scope: "webhooks:write" }, tag: "Webhooks" } satisfies RouteMetadata;
 
 export const webhooks = c.router(
   {
@@ -68,7 +112,7 @@ export const webhooks = c.router(
       summary: "Register a webhook endpoint",
       description: "The signing `secret` is in this response only. Each create is audited.",
       body: CreateWebhookEndpointBody,
-      responses: { 201: WebhookEndpointCreated, ...problems(400, 401, 402, 403, 429, 501) },
+      responses: { 201: WebhookEndpointCreated, ...problems(400, 401, 402, 403, 404, 429) },
       metadata: write,
     },
     list: {
@@ -76,7 +120,7 @@ export const webhooks = c.router(
       path: "/v1/webhook-endpoints",
       summary: "List webhook endpoints",
       description: "Secrets are never listed.",
-      responses: { 200: WebhookEndpointList, ...problems(401, 403, 429, 501) },
+      responses: { 200: WebhookEndpointList, ...problems(401, 403, 429) },
       metadata: read,
     },
     delete: {
@@ -86,7 +130,31 @@ export const webhooks = c.router(
       description: "Each delete is audited.",
       pathParams: IdParams,
       body: c.noBody(),
-      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429) },
+      metadata: write,
+    },
+    listDeliveries: {
+      method: "GET",
+      path: "/v1/webhook-endpoints/:id/deliveries",
+      summary: "List an endpoint's recent deliveries (extension)",
+      description:
+        "Beyond the specification: the endpoint's deliveries, newest first, each with every attempt (time, status code, latency, error). " +
+        "Event payloads are not included. Deliveries are kept 30 days after they finish.",
+      pathParams: IdParams,
+      query: ListWebhookDeliveriesQuery,
+      responses: { 200: WebhookDeliveryPage, ...problems(400, 401, 403, 404, 429) },
+      metadata: read,
+    },
+    resendDelivery: {
+      method: "POST",
+      path: "/v1/webhook-endpoints/:id/deliveries/:deliveryId/resend",
+      summary: "Re-send a delivery (extension)",
+      description:
+        "Beyond the specification: delivers the event to the endpoint again, now, with the same `Svc-Event-Id`; a failure is retried " +
+        "on the retry schedule from its start. 409 while an attempt is in flight. Audited.",
+      pathParams: WebhookDeliveryParams,
+      body: c.noBody(),
+      responses: { 202: WebhookDelivery, ...problems(400, 401, 403, 404, 409, 429) },
       metadata: write,
     },
   },

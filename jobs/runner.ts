@@ -18,6 +18,8 @@ export interface JobDefinition<T = unknown> {
   name: string;
   concurrency?: number;
   lockLifetimeMs?: number;
+  /** Delete a one-time job's row once it succeeded (jobs created per item, e.g. webhook retries). */
+  removeOnComplete?: boolean;
   run(data: T): Promise<void>;
 }
 
@@ -56,7 +58,7 @@ export class JobRunner {
           throw err;
         }
       },
-      { concurrency: job.concurrency ?? 5, lockLifetime: job.lockLifetimeMs ?? 60_000 },
+      { concurrency: job.concurrency ?? 5, lockLifetime: job.lockLifetimeMs ?? 60_000, removeOnComplete: job.removeOnComplete ?? false },
     );
   }
 

@@ -5,14 +5,20 @@ import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
 import { contract } from "../contract/index.js";
 import type { RouteMetadata } from "../contract/common.js";
 import { authRouter } from "./auth/handlers.js";
+import { connectionsRouter } from "./connections/handlers.js";
+import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js";
 import type { AppContext } from "./context.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
 import { requestContext } from "./http/request-context.js";
+import { messagesRouter } from "./messages/handlers.js";
 import { buildOpenApiDocument } from "./openapi/document.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
+import { providerCallbackHandler } from "./provider/handlers.js";
+import { schedulesRouter } from "./schedules/handlers.js";
 import { teamRouter } from "./team/handlers.js";
 import { workspaceRouter } from "./workspace/handlers.js";
+import { webhooksRouter } from "./webhooks/handlers.js";
 
 const s = initServer();
 
@@ -32,13 +38,16 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   app.use(express.json({ limit: MAX_BODY_BYTES, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
   app.use(opsRouter(ctx.config, ctx.metrics, readiness));
+  // The simulated network's control API: only when the sandbox is enabled (never in production).
+  const sandbox = sandboxControl(ctx.config, ctx.engines);
+  if (sandbox) app.use(SANDBOX_CONTROL_PATH, sandbox);
 
   const openapi = buildOpenApiDocument({ serverUrl: ctx.config.baseUrl });
   const router = s.router(contract, {
-    messages: notImplemented(contract.messages),
-    connections: notImplemented(contract.connections),
-    schedules: notImplemented(contract.schedules),
-    webhooks: notImplemented(contract.webhooks),
+    messages: messagesRouter(ctx),
+    connections: connectionsRouter(ctx),
+    schedules: schedulesRouter(ctx),
+    webhooks: webhooksRouter(ctx),
     ai: notImplemented(contract.ai),
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),
@@ -47,7 +56,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     mcp: notImplemented(contract.mcp),
     ops: {
       openapi: async () => ({ status: 200, body: openapi }),
-      providerCallback: notImplementedHandler,
+      providerCallback: providerCallbackHandler(ctx),
     },
   } as never);
 

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -22,9 +23,22 @@ const Env = z.object({
   ADMIN_EMAIL: z.string().email().optional(),
   METRICS_TOKEN: z.string().min(16, "METRICS_TOKEN must be at least 16 characters").optional(),
   WEBHOOK_ALLOW_PRIVATE: z.string().optional(),
+  /** Per-attempt webhook timeout; the product promise is 10 s, lower values are for tests. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
+  /** Webhook retry delays in seconds, comma-separated (tests); unset: the schedule of server/webhooks/delivery.ts. */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "comma-separated delays in seconds, e.g. 1,5,30")
+    .optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Express "trust proxy": which hops may set X-Forwarded-For (e.g. `loopback`, `1`). Unset: none. */
   TRUST_PROXY: z.string().min(1).optional(),
+  /** Hand-off pacing per connection, messages per second, so a number is not flagged for bursts. */
+  DISPATCH_RATE_PER_CONNECTION: z.coerce.number().positive().max(10_000).default(10),
+  /** How long a claimed hand-off stays locked before another process may retry it (crash recovery). */
+  DISPATCH_LOCK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /** `off` runs an API-only process that accepts but does not hand off (another process does). */
+  DISPATCHER: z.enum(["on", "off"]).default("on"),
   /** Requests per minute per API key (our decision, docs/decisions.md). */
   API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
 });
@@ -46,9 +60,17 @@ export interface Config {
   adminEmail: string;
   metricsToken: string | undefined;
   webhookAllowPrivate: string[];
+  webhooks: {
+    /** WEBHOOK_ALLOW_PRIVATE, parsed once: a bad CIDR stops start-up. */
+    allowPrivate: AllowList;
+    timeoutMs: number;
+    /** Retry delays in milliseconds when overridden by WEBHOOK_RETRY_SCHEDULE; else undefined. */
+    retryScheduleMs: number[] | undefined;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
   apiRateLimitPerMinute: number;
   trustProxy: string | undefined;
+  dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
 }
@@ -68,6 +90,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
   }
   const dataDir = resolve(e.DATA_DIR);
+  const webhookAllowPrivate = (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  let allowPrivate: AllowList;
+  try {
+    allowPrivate = parseAllowList(webhookAllowPrivate);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const baseUrl = stripSlash(e.BASE_URL ?? `http://localhost:${e.PORT}`);
   return {
     production,
@@ -84,10 +113,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: e.SECRET_KEY ? decodeSecretKey(e.SECRET_KEY) : developmentSecretKey(dataDir),
     adminEmail: (e.ADMIN_EMAIL ?? "admin@localhost").toLowerCase(),
     metricsToken: e.METRICS_TOKEN,
-    webhookAllowPrivate: (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    webhookAllowPrivate,
+    webhooks: {
+      allowPrivate,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE?.split(",").map((s) => Math.round(Number(s.trim()) * 1000)),
+    },
     logLevel: e.LOG_LEVEL,
     apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
     trustProxy: e.TRUST_PROXY,
+    dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
   };
 }

@@ -10,6 +10,17 @@ import { TeamService } from "./team/service.js";
 import { WorkspaceService } from "./workspace/service.js";
 import type { JobRunner } from "../jobs/runner.js";
 import type { EngineRegistry } from "./engines/engine.js";
+import { MessageDispatcher } from "./messages/dispatcher.js";
+import { MessageLifecycle } from "./messages/lifecycle.js";
+import { MessageSender } from "./messages/send.js";
+import { ConnectionService } from "./connections/service.js";
+import { ProviderCallbackService } from "./provider/service.js";
+import { ScheduleFiring } from "./schedules/firing.js";
+import { ScheduleService } from "./schedules/service.js";
+import { WebhookDeliverer } from "./webhooks/delivery.js";
+import { WebhookFanout } from "./webhooks/fanout.js";
+import { WebhookEndpointService } from "./webhooks/service.js";
+import { scheduleWebhookRetry } from "../jobs/webhook-retry.js";
 
 export interface AppContext {
   config: Config;
@@ -20,6 +31,8 @@ export interface AppContext {
   jobs: JobRunner;
   /** Linked-device engines by name; `config.transport` names the default for new connections. */
   engines: EngineRegistry;
+  /** Hands accepted messages to their engine (started only when config.dispatch.enabled). */
+  dispatcher: MessageDispatcher;
   services: Services;
 }
 
@@ -28,13 +41,50 @@ export interface Services {
   apiKeys: ApiKeyService;
   team: TeamService;
   workspaces: WorkspaceService;
+  sender: MessageSender;
+  messageLifecycle: MessageLifecycle;
+  connections: ConnectionService;
+  providerCallbacks: ProviderCallbackService;
+  schedules: ScheduleService;
+  /** Fires due schedules; run by the Agenda lanes of jobs/schedule-fire.ts. */
+  scheduleFiring: ScheduleFiring;
+  webhooks: WebhookEndpointService;
+  /** Makes webhook attempts: first attempts in its worker loop, retries from `webhook.retry` jobs. */
+  webhookDeliverer: WebhookDeliverer;
+  /** Turns events into webhook deliveries (a loop, started with the gateway). */
+  webhookFanout: WebhookFanout;
+}
+
+export function createDispatcher(deps: Omit<AppContext, "services" | "dispatcher">): MessageDispatcher {
+  return new MessageDispatcher(deps.db, deps.config, deps.engines, deps.logger);
 }
 
 export function createServices(deps: Omit<AppContext, "services">): Services {
+  const sender = new MessageSender(deps.db);
+  const webhookDeliverer = new WebhookDeliverer(deps.db, deps.logger, {
+    secretKey: deps.config.secretKey,
+    allowPrivate: deps.config.webhooks.allowPrivate,
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    ...(deps.config.webhooks.retryScheduleMs ? { retryScheduleMs: deps.config.webhooks.retryScheduleMs } : {}),
+    scheduleRetry: scheduleWebhookRetry(deps.jobs),
+  });
   return {
+    sender,
+    messageLifecycle: new MessageLifecycle(deps.db, deps.jobs, deps.logger, () => deps.dispatcher.wake()),
     signIn: new SignInService(deps.db, deps.mailer, deps.logger, deps.config.secretKey),
     apiKeys: new ApiKeyService(deps.db),
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger),
     workspaces: new WorkspaceService(deps.db),
+    connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
+    providerCallbacks: new ProviderCallbackService(deps.db),
+    schedules: new ScheduleService(deps.db, sender),
+    scheduleFiring: new ScheduleFiring(deps.db, sender, deps.logger),
+    webhooks: new WebhookEndpointService(deps.db, {
+      secretKey: deps.config.secretKey,
+      allowPrivate: deps.config.webhooks.allowPrivate,
+      onResend: () => webhookDeliverer.wake(),
+    }),
+    webhookDeliverer,
+    webhookFanout: new WebhookFanout(deps.db, deps.logger, () => webhookDeliverer.wake()),
   };
 }

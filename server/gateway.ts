@@ -5,12 +5,14 @@ import type { AddressInfo } from "node:net";
 import { JobRunner } from "../jobs/runner.js";
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
-import { createServices, type AppContext } from "./context.js";
+import { createDispatcher, createServices, type AppContext } from "./context.js";
+import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
 import { EngineRegistry } from "./engines/engine.js";
+import { createSandboxEngine } from "./engines/sandbox/index.js";
 
 export interface Gateway {
   ctx: AppContext;
@@ -33,11 +35,18 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
   const engines = new EngineRegistry();
-  const base = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines };
+  if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
+  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines };
+  const base = { ...deps, dispatcher: createDispatcher(deps) };
   const ctx: AppContext = { ...base, services: createServices(base) };
 
   await bootstrap(ctx);
+  await defineJobs(ctx);
   await jobs.start();
+  await scheduleRecurringJobs(ctx);
+  if (config.dispatch.enabled) ctx.dispatcher.start();
+  ctx.services.webhookFanout.start();
+  ctx.services.webhookDeliverer.start();
 
   let stopping = false;
   const app = createApp(ctx, {
@@ -56,6 +65,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  // Engines report to our HTTP callback route, so they start once it listens.
+  await engines.open();
 
   return {
     ctx,
@@ -66,12 +77,17 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     async stop() {
       if (stopping) return;
       stopping = true;
+      // First, so that no engine report is cut off half-way by the closing server.
+      await engines.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
         setTimeout(() => server.closeAllConnections(), 10_000).unref();
       });
+      await ctx.dispatcher.stop();
+      await ctx.services.webhookFanout.stop();
+      await ctx.services.webhookDeliverer.stop();
       await jobs.stop();
       mailer.close();
       await database.close();

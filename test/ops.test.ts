@@ -59,11 +59,11 @@ describe("operational endpoints", () => {
 
   it("answers 501 problem+json for specified operations not built yet, after validating their input", async () => {
     const ws = await newWorkspace();
-    const { key } = await ws.key(["schedules:read"]);
+    const { key } = await ws.key(["ai:write"]);
     const auth = { authorization: `Bearer ${key}` };
-    const invalid = await http("GET", "/v1/schedules?status=sleeping", { headers: auth });
+    const invalid = await http("POST", "/v1/ai/credentials", { body: { provider: "vendortwo", label: "l", api_key: "short" }, headers: auth });
     expect(invalid.status).to.equal(400);
-    const valid = await http("GET", "/v1/schedules?status=active", { headers: auth });
+    const valid = await http("POST", "/v1/ai/credentials", { body: { provider: "vendortwo", label: "l", api_key: "long-enough-key" }, headers: auth });
     expect(valid.status).to.equal(501);
     expect(valid.json.code).to.equal("not_implemented");
   });

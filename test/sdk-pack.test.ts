@@ -2,13 +2,14 @@
 // project, and use it from plain Node and from TypeScript, as a user would.
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const sdkDir = resolve(fileURLToPath(new URL("../sdk", import.meta.url)));
+const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const sdkDir = join(repoRoot, "sdk");
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
 function run(command: string, args: string[], cwd: string): string {
@@ -23,7 +24,15 @@ describe("@svc/sdk packed tarball", function () {
 
   before(function () {
     workDir = mkdtempSync(join(tmpdir(), "svc-sdk-pack-"));
-    run(npm, ["pack", "--pack-destination", workDir], sdkDir);
+    // Pack a staged copy (sdk/ beside contract/, as in the repository) so that the build this runs
+    // never races with another run, or a developer, writing sdk/dist at the same time.
+    const stage = join(workDir, "repo");
+    cpSync(join(repoRoot, "contract"), join(stage, "contract"), { recursive: true });
+    cpSync(sdkDir, join(stage, "sdk"), { recursive: true, filter: (src) => !/[\\/](dist|node_modules)$/.test(src) });
+    symlinkSync(join(repoRoot, "node_modules"), join(stage, "node_modules"), "dir");
+    // NodeNext emits contract/*.ts as ESM because the root package is "type": "module".
+    writeFileSync(join(stage, "package.json"), JSON.stringify({ name: "stage", private: true, type: "module" }));
+    run(npm, ["pack", "--pack-destination", workDir], join(stage, "sdk"));
     const tarballs = readdirSync(workDir).filter((f) => f.endsWith(".tgz"));
     expect(tarballs, "npm pack output").to.have.length(1);
 
@@ -35,7 +44,11 @@ describe("@svc/sdk packed tarball", function () {
   });
 
   after(function () {
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
+    if (!workDir) return;
+    // Drop the link to the repository's node_modules first, so nothing can remove through it.
+    const link = join(workDir, "repo", "node_modules");
+    if (existsSync(link)) unlinkSync(link);
+    rmSync(workDir, { recursive: true, force: true });
   });
 
   it("ships only the build output, with declarations for the SDK and the contract", function () {

@@ -71,6 +71,11 @@ export const mochaHooks = {
       API_RATE_LIMIT_PER_MINUTE: "100000",
       // Tests sign in from many simulated clients, each its own X-Forwarded-For address.
       TRUST_PROXY: "loopback",
+      // Webhook receivers in tests listen on loopback; short timeout and retry delays keep the
+      // timeout and retry tests fast (test/webhook-delivery.test.ts).
+      WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
+      WEBHOOK_TIMEOUT_MS: "1500",
+      WEBHOOK_RETRY_SCHEDULE: "0.5,0.5,1",
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     });
     const gateway = await startGateway(config, { inMemoryDatabase: true, logger: createLogger(config.logLevel) });

@@ -1,7 +1,6 @@
 import "reflect-metadata";
 import { DataSource } from "typeorm";
 import { ENTITIES, MIGRATIONS } from "./schema.js";
-import { EMBEDDED_MAX_CONNECTIONS } from "./embedded.js";
 
 export interface DatabaseOptions {
   url: string;
@@ -18,8 +17,9 @@ export function createDataSource({ url, embedded }: DatabaseOptions): DataSource
     migrationsRun: false,
     synchronize: false,
     migrationsTransactionMode: "each",
-    // The embedded server drops connections beyond its limit; keep headroom for Agenda's own pool.
-    extra: { max: embedded ? EMBEDDED_MAX_CONNECTIONS - 4 : 20, application_name: "svc-gateway" },
+    // The embedded server runs one backend: more connections only queue, so keep the pool small
+    // (and well under its connection limit, which Agenda's pool and other processes share).
+    extra: { max: embedded ? 8 : 20, application_name: "svc-gateway" },
     logging: false,
   });
 }

@@ -8,6 +8,12 @@ import { DomainEvent } from "../events/entities.js";
 import { DispatchEntry, Message, TimelineEntry } from "../messages/entities.js";
 import { Identity1732240000000 } from "./migrations/1732240000000-identity.js";
 import { Messaging1732240100000 } from "./migrations/1732240100000-messaging.js";
+import { Sandbox1732240200000 } from "./migrations/1732240200000-sandbox.js";
+import { Schedules1732240300000 } from "./migrations/1732240300000-schedules.js";
+import { SANDBOX_ENTITIES } from "../engines/sandbox/entities.js";
+import { Schedule, ScheduleRun } from "../schedules/entities.js";
+import { Webhooks1732240400000 } from "./migrations/1732240400000-webhooks.js";
+import { WEBHOOK_ENTITIES } from "../webhooks/entities.js";
 
 export const ENTITIES = [
   Plan,
@@ -26,6 +32,10 @@ export const ENTITIES = [
   TimelineEntry,
   DispatchEntry,
   DomainEvent,
+  Schedule,
+  ScheduleRun,
+  ...SANDBOX_ENTITIES,
+  ...WEBHOOK_ENTITIES,
 ];
 
-export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000];
+export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000, Sandbox1732240200000, Schedules1732240300000, Webhooks1732240400000];

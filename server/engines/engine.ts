@@ -1,7 +1,7 @@
 // What the gateway needs from a linked-device engine, and nothing more. An engine runs the
 // session of one or more numbers; it reports back (state changes, inbound messages, delivery
 // updates) by HTTP to POST /v1/provider/{providerName}/{callback_token}, in the wire format of
-// contract/ops.ts (ProviderCallback). A real engine (Baileys-based, or an adapter to an external
+// contract/ops.ts (ProviderEvent). A real engine (Baileys-based, or an adapter to an external
 // engine server) implements this interface and needs no change to the messaging code.
 import type { Location, Media, Recipient } from "../../contract/index.js";
 
@@ -46,10 +46,19 @@ export interface Engine {
   /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */
   send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }>;
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
-  /** Unlink the device (connection deleted). */
+  /**
+   * Unlink the device (connection deleted) and forget the session. The gateway asked for it, so
+   * the engine sends no `connection.state` report about it.
+   */
   logout(connection: EngineConnection): Promise<void>;
-  /** Release the session's resources (suspend, shutdown); the link survives. */
+  /** Release the session's resources (suspend); the link survives. Reports wait until `start`. */
   stop(connection: EngineConnection): Promise<void>;
+  /** Take the session up again after `stop` (resume). */
+  start(connection: EngineConnection): Promise<void>;
+  /** Process start, after the HTTP server listens: begin reporting (and restore sessions). */
+  open?(): Promise<void>;
+  /** Process shutdown, before the HTTP server closes: finish reports in flight, then stop. */
+  close?(): Promise<void>;
 }
 
 /** Engines by name; the connection's `transport` column picks one. */
@@ -66,5 +75,13 @@ export class EngineRegistry {
 
   names(): string[] {
     return [...this.engines.keys()];
+  }
+
+  async open(): Promise<void> {
+    for (const engine of this.engines.values()) await engine.open?.();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.engines.values()].map((e) => e.close?.()));
   }
 }

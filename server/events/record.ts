@@ -13,17 +13,28 @@ export interface EventInput {
   data: Record<string, unknown>;
 }
 
-export async function recordEvent(em: EntityManager, input: EventInput): Promise<string> {
-  const id = newId("evt");
-  const createdAt = new Date();
-  await em.insert(DomainEvent, {
+/** The row for an event, with its payload exactly as webhooks deliver it. */
+export function buildEvent(input: EventInput, createdAt = new Date()): DomainEvent {
+  const id = newId("evt", createdAt.getTime());
+  return {
     id,
     workspaceId: input.workspaceId,
     type: input.type,
     connectionId: input.connection?.id ?? null,
-    payload: { id, type: input.type, created_at: createdAt.toISOString(), connection: input.connection?.slug ?? null, data: input.data } as never,
+    payload: { id, type: input.type, created_at: createdAt.toISOString(), connection: input.connection?.slug ?? null, data: input.data },
     createdAt,
     fannedOutAt: null,
-  });
-  return id;
+  };
+}
+
+export async function recordEvent(em: EntityManager, input: EventInput): Promise<string> {
+  const event = buildEvent(input);
+  await em.insert(DomainEvent, event as never);
+  return event.id;
+}
+
+/** SQL for a CTE member inserting an event built by `buildEvent`; parameters in the given order. */
+export const EVENT_INSERT_COLUMNS = "(id, workspace_id, type, connection_id, payload, created_at)";
+export function eventParams(e: DomainEvent): unknown[] {
+  return [e.id, e.workspaceId, e.type, e.connectionId, JSON.stringify(e.payload), e.createdAt];
 }

@@ -27,6 +27,7 @@ export class Workspace {
 export class UsageDay {
   @PrimaryColumn({ type: "text", name: "workspace_id" }) workspaceId!: string;
   @PrimaryColumn({ type: "date" }) day!: string;
+  @PrimaryColumn({ type: "smallint" }) shard!: number;
   @Column({ type: "integer", name: "messages_outbound" }) messagesOutbound!: number;
   @Column({ type: "integer", name: "messages_inbound" }) messagesInbound!: number;
 }

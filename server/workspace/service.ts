@@ -4,6 +4,7 @@ import type { Role } from "../../contract/common.js";
 import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import { Plan, Workspace } from "./entities.js";
+import { messagesThisMonth } from "./usage.js";
 
 export const DEFAULT_PLAN = "pro";
 
@@ -43,16 +44,11 @@ export class WorkspaceService {
   async overview(workspaceId: string, role: Role) {
     const workspace = await this.db.getRepository(Workspace).findOneByOrFail({ id: workspaceId });
     const plan = await this.db.getRepository(Plan).findOneByOrFail({ id: workspace.planId });
-    const [usage] = (await this.db.query(
-      `SELECT COALESCE(SUM(messages_outbound), 0)::int AS messages_this_month
-         FROM usage_daily WHERE workspace_id = $1 AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-      [workspaceId],
-    )) as { messages_this_month: number }[];
     return {
       workspace: { id: workspace.id, name: workspace.name, created_at: workspace.createdAt.toISOString() },
       role,
       plan: planView(plan),
-      usage: { connections: await this.liveConnections(workspaceId), messages_this_month: usage?.messages_this_month ?? 0 },
+      usage: { connections: await this.liveConnections(workspaceId), messages_this_month: await messagesThisMonth(this.db.manager, workspaceId) },
     };
   }
 
@@ -60,10 +56,11 @@ export class WorkspaceService {
   async usage(workspaceId: string, days: number) {
     const rows: { date: string; messages_outbound: number; messages_inbound: number }[] = await this.db.query(
       `SELECT to_char(d.day, 'YYYY-MM-DD') AS date,
-              COALESCE(u.messages_outbound, 0)::int AS messages_outbound,
-              COALESCE(u.messages_inbound, 0)::int AS messages_inbound
+              COALESCE(sum(u.messages_outbound), 0)::int AS messages_outbound,
+              COALESCE(sum(u.messages_inbound), 0)::int AS messages_inbound
          FROM generate_series((now() AT TIME ZONE 'UTC')::date - ($2::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day') AS d(day)
          LEFT JOIN usage_daily u ON u.workspace_id = $1 AND u.day = d.day::date
+        GROUP BY d.day
         ORDER BY d.day`,
       [workspaceId, days],
     );
@@ -74,10 +71,7 @@ export class WorkspaceService {
     return { days, from: rows[0]!.date, to: rows[rows.length - 1]!.date, totals, daily: rows };
   }
 
-  /** Connections arrive with the messaging core; until their table exists a workspace has none. */
   private async liveConnections(workspaceId: string): Promise<number> {
-    const [exists] = (await this.db.query(`SELECT to_regclass('connections') IS NOT NULL AS present`)) as { present: boolean }[];
-    if (!exists?.present) return 0;
     const [row] = (await this.db.query(`SELECT count(*)::int AS n FROM connections WHERE workspace_id = $1 AND deleted_at IS NULL`, [workspaceId])) as {
       n: number;
     }[];

@@ -33,11 +33,11 @@ export async function http(method: string, path: string, init: { body?: unknown;
     body: init.raw ?? (init.body !== undefined ? JSON.stringify(init.body) : undefined),
   });
   const text = await res.text();
-  let json: unknown = undefined;
+  let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
-    json = undefined;
+    // not JSON (CSV, text): json stays undefined
   }
   return { status: res.status, headers: res.headers, text, json: json as Record<string, unknown> & { code?: string } };
 }

@@ -93,12 +93,15 @@ export class Identity1732240000000 implements MigrationInterface {
       );
       CREATE INDEX api_keys_workspace ON api_keys(workspace_id, created_at DESC);
 
+      -- Counters are spread over 16 shards per day so concurrent sends of one workspace do not
+      -- queue on a single row lock; readers sum the shards.
       CREATE TABLE usage_daily (
-        workspace_id text NOT NULL REFERENCES workspaces(id),
+        workspace_id text NOT NULL, -- no foreign key: written with every message (see messages)
         day date NOT NULL,
+        shard smallint NOT NULL DEFAULT 0,
         messages_outbound integer NOT NULL DEFAULT 0,
         messages_inbound integer NOT NULL DEFAULT 0,
-        PRIMARY KEY (workspace_id, day)
+        PRIMARY KEY (workspace_id, day, shard)
       );
 
       CREATE TABLE audit_log (

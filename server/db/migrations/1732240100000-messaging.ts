@@ -39,10 +39,15 @@ export class Messaging1732240100000 implements MigrationInterface {
       );
       CREATE INDEX pairing_grants_connection ON pairing_grants(connection_id);
 
+      -- No foreign keys from the hot tables (messages, events) to workspaces and connections:
+      -- every insert would share-lock the same parent row, and concurrent sends of one
+      -- workspace then serialise on multixact bookkeeping. The application writes these ids
+      -- from rows it has just read, and connections are only ever soft-deleted, then purged
+      -- together with their messages.
       CREATE TABLE messages (
         id text PRIMARY KEY,
-        workspace_id text NOT NULL REFERENCES workspaces(id),
-        connection_id text NOT NULL REFERENCES connections(id),
+        workspace_id text NOT NULL,
+        connection_id text NOT NULL,
         direction text NOT NULL CHECK (direction IN ('inbound','outbound')),
         status text NOT NULL,
         recipient jsonb NOT NULL,
@@ -109,7 +114,7 @@ export class Messaging1732240100000 implements MigrationInterface {
       -- The event outbox: one row per domain event, written in the transaction of the change.
       CREATE TABLE events (
         id text PRIMARY KEY,
-        workspace_id text NOT NULL REFERENCES workspaces(id),
+        workspace_id text NOT NULL,
         type text NOT NULL,
         connection_id text,
         payload jsonb NOT NULL,

@@ -1,0 +1,58 @@
+// Accept rate: POST /v1/messages/text at 50 concurrent clients, against a baseline Express route
+// in the same process doing one INSERT per request on the same database pool. The full send path
+// (authentication, scope, validation, idempotency claim, the accepting statement) should reach at
+// least 50 % of the baseline's throughput.
+//
+//   npx tsx bench/accept.ts [--seconds 10] [--connections 50]
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/accept.ts
+import { parseArgs } from "node:util";
+import express from "express";
+import type { AddressInfo } from "node:net";
+import { newId } from "../server/ids.js";
+import { load, startBench, table } from "./harness.js";
+
+const { values } = parseArgs({ options: { seconds: { type: "string", default: "10" }, connections: { type: "string", default: "50" } } });
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+
+// Hand-off is measured by bench/end-to-end.ts; here only accepting runs.
+const bench = await startBench({ DISPATCHER: "off" });
+const db = bench.gateway.ctx.db;
+await db.query(`CREATE TABLE bench_baseline (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
+
+const baselineApp = express();
+baselineApp.use(express.json());
+baselineApp.post("/baseline", async (req, res) => {
+  const id = newId("msg");
+  await db.query(`INSERT INTO bench_baseline (id, body) VALUES ($1, $2)`, [id, JSON.stringify(req.body)]);
+  res.status(202).json({ id });
+});
+const baseline = baselineApp.listen(0, "127.0.0.1");
+await new Promise((r) => baseline.once("listening", r));
+const baselineUrl = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/baseline`;
+
+const body = JSON.stringify({ connection: bench.connectionSlugs[0], to: "+15550001111", body: "benchmark message" });
+const headers = { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "bench-[<id>]" };
+
+// Warm both paths, then alternate so drift on a shared machine affects both alike.
+await load({ url: baselineUrl, connections, seconds: 2, headers, body });
+await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds: 2, headers, body });
+const b1 = await load({ url: baselineUrl, connections, seconds, headers, body });
+const s1 = await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds, headers, body });
+const b2 = await load({ url: baselineUrl, connections, seconds, headers, body });
+const s2 = await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds, headers, body });
+
+const mean = (a: number, b: number) => (a + b) / 2;
+const baseRps = mean(b1.requestsPerSecond, b2.requestsPerSecond);
+const sendRps = mean(s1.requestsPerSecond, s2.requestsPerSecond);
+console.log(`\naccept rate, ${connections} concurrent clients, ${seconds} s per run, database: ${bench.gateway.database.embedded ? "embedded PGlite" : "PostgreSQL"}`);
+table([
+  { path: "baseline: express + one INSERT", "req/s": Math.round(baseRps), "p50 ms": mean(b1.p50, b2.p50), "p99 ms": mean(b1.p99, b2.p99), non2xx: b1.non2xx + b2.non2xx },
+  { path: "POST /v1/messages/text", "req/s": Math.round(sendRps), "p50 ms": mean(s1.p50, s2.p50), "p99 ms": mean(s1.p99, s2.p99), non2xx: s1.non2xx + s2.non2xx },
+]);
+const [{ n } = { n: 0 }] = (await db.query(`SELECT count(*)::int AS n FROM messages WHERE workspace_id = $1`, [bench.workspaceId])) as { n: number }[];
+console.log(`ratio send/baseline: ${(sendRps / baseRps).toFixed(2)} (target ≥ 0.50); messages stored: ${n}`);
+
+baseline.close();
+await bench.stop();
+process.exit(0);

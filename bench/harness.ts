@@ -1,0 +1,120 @@
+// Shared set-up for benchmarks: a gateway on a scratch database (the machine's PostgreSQL when
+// DATABASE_URL is set, else the embedded one), a workspace with a key and a paired sandbox
+// connection, and autocannon run as a separate process so the load generator does not share the
+// gateway's event loop.
+import { execFile } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { loadConfig } from "../server/config.js";
+import { startGateway, type Gateway } from "../server/gateway.js";
+import { createLogger } from "../server/logger.js";
+import { freePort } from "../test/support/child-gateway.js";
+import { createScratchDatabase } from "../test/setup.js";
+
+const run = promisify(execFile);
+
+export interface Bench {
+  gateway: Gateway;
+  apiKey: string;
+  workspaceId: string;
+  connectionSlugs: string[];
+  stop(): Promise<void>;
+}
+
+export async function startBench(env: Record<string, string>, connections = 1): Promise<Bench> {
+  let drop: (() => Promise<void>) | undefined;
+  let databaseUrl = process.env.DATABASE_URL || undefined;
+  if (databaseUrl) {
+    const scratch = await createScratchDatabase(databaseUrl);
+    databaseUrl = scratch.url;
+    drop = scratch.drop;
+  }
+  const config = loadConfig({
+    NODE_ENV: "bench",
+    PORT: String(await freePort()),
+    DATA_DIR: mkdtempSync(join(tmpdir(), "svc-bench-")),
+    LOG_LEVEL: "silent",
+    API_RATE_LIMIT_PER_MINUTE: "100000000",
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...env,
+  });
+  const gateway = await startGateway(config, { inMemoryDatabase: true, logger: createLogger("silent") });
+  const { services, db } = gateway.ctx;
+  const ws = await services.workspaces.create("bench", `bench-${Date.now()}@example.test`, "enterprise");
+  const [owner] = (await db.query(`SELECT m.id, m.user_id, u.email FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1`, [ws.id])) as {
+    user_id: string;
+    email: string;
+  }[];
+  const plan = await db.query(`SELECT * FROM plans WHERE id = 'enterprise'`);
+  const issued = await services.apiKeys.issue(
+    { kind: "session", workspaceId: ws.id, userId: owner!.user_id, sessionId: "bench", email: owner!.email, role: "owner", plan: plan[0] },
+    { name: "bench", scopes: ["messages:read", "messages:write", "connections:read", "connections:write"], environment: "live" },
+  );
+  const slugs: string[] = [];
+  for (let i = 0; i < connections; i++) {
+    const slug = `bench-${i}`;
+    await pair(gateway.url, issued.plaintext, slug, `+1999000${String(i).padStart(4, "0")}`);
+    slugs.push(slug);
+  }
+  return {
+    gateway,
+    apiKey: issued.plaintext,
+    workspaceId: ws.id,
+    connectionSlugs: slugs,
+    async stop() {
+      await gateway.stop();
+      await drop?.();
+    },
+  };
+}
+
+async function pair(baseUrl: string, key: string, slug: string, phone: string): Promise<void> {
+  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  await fetch(`${baseUrl}/v1/connections`, { method: "POST", headers: h, body: JSON.stringify({ slug }) });
+  const grant = (await (await fetch(`${baseUrl}/v1/connections/${slug}/pair`, { method: "POST", headers: h })).json()) as { grant_id: string };
+  const qr = (await (await fetch(`${baseUrl}/v1/connections/${slug}/qr/${grant.grant_id}`, { headers: h })).json()) as { payload: string };
+  await fetch(`${baseUrl}/sandbox/v1/scan`, { method: "POST", headers: h, body: JSON.stringify({ payload: qr.payload, phone }) });
+  for (let i = 0; i < 200; i++) {
+    const c = (await (await fetch(`${baseUrl}/v1/connections/${slug}`, { headers: h })).json()) as { state: string };
+    if (c.state === "connected") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`connection ${slug} did not connect`);
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** autocannon in its own process; `[<id>]` in a header becomes a unique id per request (not in the body: autocannon keeps the template's Content-Length). */
+export async function load(opts: { url: string; connections: number; seconds?: number; amount?: number; headers: Record<string, string>; body: string }): Promise<LoadResult> {
+  const options = {
+    url: opts.url,
+    connections: opts.connections,
+    method: "POST",
+    headers: opts.headers,
+    body: opts.body,
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds ?? 10 }),
+  };
+  const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "bench/load-generator.ts", JSON.stringify(options)], { maxBuffer: 64 * 1024 * 1024 });
+  const last = stdout.trim().split("\n").pop();
+  if (!last) throw new Error(`the load generator printed no result:\n${stderr}`);
+  const r = JSON.parse(last) as {
+    requests: { average: number; total: number };
+    latency: { p50: number; p99: number };
+    non2xx: number;
+    errors: number;
+  };
+  return { requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors };
+}
+
+export function table(rows: Record<string, string | number>[]): void {
+  console.table(rows);
+}

@@ -1,0 +1,23 @@
+// Every Agenda job of the gateway, defined in one place before the runner starts.
+import type { AppContext } from "../server/context.js";
+import { messageReleaseJob, scheduledSweepJob } from "./message-release.js";
+import { purgeConnectionJob } from "./purge-connection.js";
+import { WEBHOOK_PRUNE_JOB, webhookPruneJob } from "./webhook-prune.js";
+import { webhookRetryJob } from "./webhook-retry.js";
+import { scheduleFireJobs, scheduleScheduleFiring } from "./schedule-fire.js";
+
+export async function defineJobs(ctx: AppContext): Promise<void> {
+  ctx.jobs.define(messageReleaseJob(ctx));
+  ctx.jobs.define(scheduledSweepJob(ctx));
+  ctx.jobs.define(purgeConnectionJob(ctx));
+  ctx.jobs.define(webhookRetryJob(ctx));
+  ctx.jobs.define(webhookPruneJob(ctx));
+  for (const job of scheduleFireJobs(ctx)) ctx.jobs.define(job);
+}
+
+/** Recurring jobs, registered once the runner has started (Agenda keeps one row per name). */
+export async function scheduleRecurringJobs(ctx: AppContext): Promise<void> {
+  await ctx.jobs.agenda.every("1 minute", "messages.sweep-scheduled", {}, { skipImmediate: false } as never);
+  await ctx.jobs.agenda.every("1 hour", WEBHOOK_PRUNE_JOB, {}, { skipImmediate: false } as never);
+  await scheduleScheduleFiring(ctx);
+}

@@ -1,0 +1,43 @@
+// Removes a deleted connection's data: pairing grants, messages (their timeline and hand-off rows
+// cascade) and callback dedupe rows. Queued by the soft delete; idempotent, so Agenda running it
+// twice, or a later run after a crash half-way, finishes the same work. Messages go in batches so
+// a connection with millions of them never holds one huge transaction.
+import { z } from "zod";
+import type { DataSource } from "typeorm";
+import type { AppContext } from "../server/context.js";
+import { rows } from "../server/db/rows.js";
+import { CONNECTION_PURGE_JOB } from "../server/connections/service.js";
+import type { JobDefinition } from "./runner.js";
+
+const Payload = z.object({ connection_id: z.string().min(1) });
+const BATCH = 5_000;
+
+export function purgeConnectionJob(ctx: AppContext): JobDefinition<unknown> {
+  return {
+    name: CONNECTION_PURGE_JOB,
+    concurrency: 2,
+    lockLifetimeMs: 10 * 60_000,
+    async run(data) {
+      const { connection_id } = Payload.parse(data);
+      await purgeConnection(ctx.db, connection_id);
+    },
+  };
+}
+
+/** Returns how many messages were removed. Never touches a connection that is not deleted. */
+export async function purgeConnection(db: DataSource, connectionId: string): Promise<number> {
+  const [connection] = (await db.query(`SELECT 1 FROM connections WHERE id = $1 AND deleted_at IS NOT NULL`, [connectionId])) as unknown[];
+  if (!connection) return 0;
+  await db.query(`DELETE FROM pairing_grants WHERE connection_id = $1`, [connectionId]);
+  let removed = 0;
+  for (;;) {
+    const deleted = await rows(db, `DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE connection_id = $1 LIMIT $2) RETURNING 1`, [
+      connectionId,
+      BATCH,
+    ]);
+    removed += deleted.length;
+    if (deleted.length < BATCH) break;
+  }
+  await db.query(`DELETE FROM provider_callbacks WHERE connection_id = $1`, [connectionId]);
+  return removed;
+}

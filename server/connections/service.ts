@@ -1,0 +1,285 @@
+// Connections: one messaging number each, addressed by slug within its workspace. Creation checks
+// the plan's allowance under a lock on the workspace row, so two parallel creates cannot both take
+// the last place. Engines are never called inside a transaction: an engine may use the database
+// itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
+import QRCode from "qrcode";
+import { IsNull, QueryFailedError, type DataSource, type EntityManager } from "typeorm";
+import type { Connection as ConnectionView, CreateConnectionBody } from "../../contract/index.js";
+import type { JobRunner } from "../../jobs/runner.js";
+import type { Config } from "../config.js";
+import { rows } from "../db/rows.js";
+import { EngineError, type Engine, type EngineConnection, type EngineRegistry } from "../engines/engine.js";
+import { recordEvent } from "../events/record.js";
+import { ApiError } from "../http/errors.js";
+import type { Principal } from "../http/principal.js";
+import { newId } from "../ids.js";
+import type { Logger } from "../logger.js";
+import { decrypt, encrypt } from "../secrets.js";
+import { callbackToken, callbackTokenDigest, callbackUrl, newCallbackNonce } from "./callback-token.js";
+import { Connection, PairingGrant } from "./entities.js";
+import { allowedFrom, eventForChange, nextState, type ConnectionAction } from "./states.js";
+
+/** Pairing grants live 60 seconds (product.md). */
+export const PAIRING_GRANT_TTL_MS = 60_000;
+/** The Agenda job that removes a deleted connection's data (jobs/purge-connection.ts). */
+export const CONNECTION_PURGE_JOB = "connection.purge";
+/** Engine calls made on the user's behalf but not essential to the answer wait at most this long. */
+const BEST_EFFORT_TIMEOUT_MS = 5_000;
+
+/** The connection as an engine knows it: its id and where to report, with its callback token. */
+export function engineConnectionFor(
+  config: Pick<Config, "baseUrl" | "secretKey">,
+  connection: Pick<Connection, "id" | "transport" | "callbackNonce">,
+): EngineConnection {
+  const token = callbackToken(config.secretKey, connection.id, connection.callbackNonce);
+  return { id: connection.id, callbackUrl: callbackUrl(config.baseUrl, connection.transport, token) };
+}
+
+export function connectionView(c: Connection): ConnectionView {
+  // Deleted connections are hidden from every read and their deletion has no event.
+  if (c.state === "deleted") throw new Error(`connection ${c.id} is deleted and has no view`);
+  return {
+    id: c.id,
+    object: "connection",
+    slug: c.slug,
+    name: c.name,
+    state: c.state,
+    phone: c.phone,
+    transport: c.transport,
+    created_at: c.createdAt.toISOString(),
+    updated_at: c.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Applies `action` to a locked connection row inside `em`'s transaction: the new state, the
+ * engine-reported fields in `patch`, and the webhook event when the state changed to one that has
+ * an event. Returns the updated connection, or null when the move is not allowed.
+ */
+export async function moveConnection(
+  em: EntityManager,
+  connection: Connection,
+  action: ConnectionAction,
+  patch: Partial<Pick<Connection, "linked" | "phone">> = {},
+): Promise<Connection | null> {
+  const linked = patch.linked ?? connection.linked;
+  const to = nextState(action, connection.state, linked);
+  if (to === null) return null;
+  const now = new Date();
+  const updated: Connection = { ...connection, ...patch, state: to, updatedAt: now, deletedAt: to === "deleted" ? now : connection.deletedAt };
+  await em.update(Connection, { id: connection.id }, { state: to, linked, phone: updated.phone, updatedAt: now, deletedAt: updated.deletedAt });
+  const type = eventForChange(connection.state, to);
+  if (type) {
+    await recordEvent(em, { workspaceId: connection.workspaceId, type, connection: { id: connection.id, slug: connection.slug }, data: connectionView(updated) });
+  }
+  return updated;
+}
+
+export interface RedeemedGrant {
+  grantId: string;
+  payload: string;
+  qrSvg: string;
+  expiresAt: Date;
+}
+
+export class ConnectionService {
+  constructor(
+    private readonly db: DataSource,
+    private readonly config: Config,
+    private readonly engines: EngineRegistry,
+    private readonly jobs: JobRunner,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Creates a connection; the callback token is returned here and never again. */
+  async create(principal: Principal, body: CreateConnectionBody): Promise<{ connection: Connection; callbackToken: string }> {
+    const id = newId("con");
+    const nonce = newCallbackNonce();
+    const token = callbackToken(this.config.secretKey, id, nonce);
+    const now = new Date();
+    try {
+      const connection = await this.db.transaction(async (em) => {
+        await this.requireRoom(em, principal.workspaceId);
+        const row = em.create(Connection, {
+          id,
+          workspaceId: principal.workspaceId,
+          slug: body.slug,
+          name: body.name ?? null,
+          state: "created",
+          linked: false,
+          phone: null,
+          transport: this.config.transport,
+          callbackNonce: nonce,
+          callbackTokenDigest: callbackTokenDigest(token),
+          createdAt: now,
+          updatedAt: now,
+          deletedAt: null,
+        });
+        await em.insert(Connection, row);
+        return row;
+      });
+      return { connection, callbackToken: token };
+    } catch (err) {
+      // The partial unique index on live slugs settles races that a prior SELECT could not.
+      if (isUniqueViolation(err, "connections_live_slug")) throw new ApiError("slug_taken", `A connection with the slug ${body.slug} already exists in this workspace.`);
+      throw err;
+    }
+  }
+
+  async list(principal: Principal): Promise<Connection[]> {
+    return this.db
+      .getRepository(Connection)
+      .createQueryBuilder("c")
+      .where("c.workspaceId = :ws AND c.deletedAt IS NULL", { ws: principal.workspaceId })
+      .orderBy("c.createdAt", "DESC")
+      .addOrderBy("c.id", "DESC")
+      .getMany();
+  }
+
+  /** A live connection of the caller's workspace; 404 for unknown, deleted or another workspace's. */
+  async get(principal: Principal, slug: string, em: EntityManager = this.db.manager, lock = false): Promise<Connection> {
+    const connection = await em.findOne(Connection, {
+      where: { workspaceId: principal.workspaceId, slug, deletedAt: IsNull() },
+      ...(lock ? { lock: { mode: "pessimistic_write" as const } } : {}),
+    });
+    if (!connection) throw ApiError.notFound("connection");
+    return connection;
+  }
+
+  /** Soft delete: hidden at once; the engine session is logged out and the data purge is queued. */
+  async delete(principal: Principal, slug: string): Promise<void> {
+    const deleted = await this.db.transaction(async (em) => this.transition(em, await this.get(principal, slug, em, true), "delete"));
+    const engine = this.engines.get(deleted.transport);
+    if (engine) await this.bestEffort("logout", deleted, (c) => engine.logout(c));
+    try {
+      await this.jobs.agenda.now(CONNECTION_PURGE_JOB, { connection_id: deleted.id });
+    } catch (err) {
+      // The connection is already gone for every reader; its rows wait for the next purge.
+      this.logger.error({ err, connection_id: deleted.id }, "could not queue the connection purge");
+    }
+  }
+
+  /** Opens a pairing grant (replacing an open one); the payload is stored encrypted for 60 s. */
+  async pair(principal: Principal, slug: string): Promise<PairingGrant> {
+    const current = await this.get(principal, slug);
+    this.requireAllowed(current, "pair");
+    const engine = this.engineOf(current);
+    let payload: string;
+    try {
+      ({ payload } = await engine.startPairing(engineConnectionFor(this.config, current)));
+    } catch (err) {
+      if (!(err instanceof EngineError)) throw err;
+      throw new ApiError("transport_unavailable", `The ${current.transport} engine could not start pairing: ${err.message}`);
+    }
+    return this.db.transaction(async (em) => {
+      // The state may have moved while the engine worked: check again under the lock.
+      const connection = await this.get(principal, slug, em, true);
+      await this.transition(em, connection, "pair");
+      await em.delete(PairingGrant, { connectionId: connection.id });
+      const grant = em.create(PairingGrant, {
+        id: newId("grt"),
+        connectionId: connection.id,
+        payloadSealed: encrypt(this.config.secretKey, payload),
+        expiresAt: new Date(Date.now() + PAIRING_GRANT_TTL_MS),
+        createdAt: new Date(),
+      });
+      await em.insert(PairingGrant, grant);
+      return grant;
+    });
+  }
+
+  /** Single use: the grant is deleted as it is read, so a second redeem finds nothing (404). */
+  async redeem(principal: Principal, slug: string, grantId: string): Promise<RedeemedGrant> {
+    const connection = await this.get(principal, slug);
+    const [row] = await rows<{ payload_sealed: string; expires_at: Date }>(
+      this.db,
+      `DELETE FROM pairing_grants WHERE id = $1 AND connection_id = $2 AND expires_at > now() RETURNING payload_sealed, expires_at`,
+      [grantId, connection.id],
+    );
+    if (!row) throw ApiError.notFound("pairing grant (unknown, already redeemed or expired)");
+    const payload = decrypt(this.config.secretKey, row.payload_sealed);
+    const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });
+    return { grantId, payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt: new Date(row.expires_at) };
+  }
+
+  async suspend(principal: Principal, slug: string): Promise<Connection> {
+    const suspended = await this.db.transaction(async (em) => {
+      const connection = await this.transition(em, await this.get(principal, slug, em, true), "suspend");
+      // A suspended connection must not be linkable through a grant opened before.
+      await em.delete(PairingGrant, { connectionId: connection.id });
+      return connection;
+    });
+    const engine = this.engines.get(suspended.transport);
+    if (engine) await this.bestEffort("stop", suspended, (c) => engine.stop(c));
+    return suspended;
+  }
+
+  async resume(principal: Principal, slug: string): Promise<Connection> {
+    const resumed = await this.db.transaction(async (em) => this.transition(em, await this.get(principal, slug, em, true), "resume"));
+    const engine = this.engines.get(resumed.transport);
+    if (engine) await this.bestEffort("start", resumed, (c) => engine.start(c));
+    return resumed;
+  }
+
+  private async transition(em: EntityManager, connection: Connection, action: ConnectionAction): Promise<Connection> {
+    this.requireAllowed(connection, action);
+    return (await moveConnection(em, connection, action))!;
+  }
+
+  private requireAllowed(connection: Connection, action: ConnectionAction): void {
+    if (nextState(action, connection.state, connection.linked) !== null) return;
+    throw ApiError.invalidState(`Cannot ${action} a connection that is ${connection.state}; ${action} is allowed from ${allowedFrom(action).join(", ")}.`);
+  }
+
+  private engineOf(connection: Connection): Engine {
+    const engine = this.engines.get(connection.transport);
+    if (!engine) throw new ApiError("transport_unavailable", `No engine named ${connection.transport} is configured on this gateway.`);
+    return engine;
+  }
+
+  /** The workspace row is locked until commit, so parallel creates count one after another. */
+  private async requireRoom(em: EntityManager, workspaceId: string): Promise<void> {
+    const [plan] = (await em.query(
+      `SELECT p.id, p.name, p.max_connections FROM workspaces w JOIN plans p ON p.id = w.plan_id WHERE w.id = $1 FOR UPDATE OF w`,
+      [workspaceId],
+    )) as { id: string; name: string; max_connections: number | null }[];
+    if (!plan || plan.max_connections === null) return;
+    const [{ n }] = (await em.query(`SELECT count(*)::int AS n FROM connections WHERE workspace_id = $1 AND deleted_at IS NULL`, [workspaceId])) as [
+      { n: number },
+    ];
+    if (n < plan.max_connections) return;
+    const [roomier] = (await em.query(
+      `SELECT id, name, max_connections FROM plans WHERE max_connections IS NULL OR max_connections > $1 ORDER BY rank ASC LIMIT 1`,
+      [n],
+    )) as { id: string; name: string; max_connections: number | null }[];
+    const offer = roomier ? `the ${roomier.name} plan allows ${roomier.max_connections ?? "unlimited"}` : "no plan allows more";
+    throw new ApiError(
+      "plan_required",
+      `Your plan (${plan.name}) allows ${plan.max_connections} connection${plan.max_connections === 1 ? "" : "s"} and all are in use; ${offer}. Deleted connections do not count.`,
+      { feature: "connections", required_plan: roomier?.id ?? null, limit: plan.max_connections },
+    );
+  }
+
+  /** Engine housekeeping the user's answer does not depend on: failures and slowness are logged. */
+  private async bestEffort(what: string, connection: Connection, call: (c: EngineConnection) => Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        call(engineConnectionFor(this.config, connection)),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`timed out after ${BEST_EFFORT_TIMEOUT_MS} ms`)), BEST_EFFORT_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (err) {
+      this.logger.warn({ err, connection_id: connection.id, engine: connection.transport }, `engine ${what} failed`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driverError = err.driverError as { code?: string; constraint?: string } | undefined;
+  return driverError?.code === "23505" && driverError.constraint === constraint;
+}

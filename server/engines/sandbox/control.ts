@@ -1,0 +1,54 @@
+// The sandbox control API, /sandbox/v1: plays the phones, the contacts and the faults of the
+// simulated network. Mounted only when the sandbox is enabled (never in production), without
+// authentication: anyone who can reach it can link a number, so it must never be exposed.
+import { Router, type Request, type Response } from "express";
+import type { z } from "zod";
+import type { Config } from "../../config.js";
+import { ApiError, zodFieldErrors } from "../../http/errors.js";
+import type { EngineRegistry } from "../engine.js";
+import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
+import { FaultsBody, InboundBody, LogoutBody, NumberBody, ReceivedQuery, ScanBody } from "./schemas.js";
+
+export const SANDBOX_CONTROL_PATH = "/sandbox/v1";
+
+/** The control router when the sandbox is enabled and registered; otherwise null (nothing mounted). */
+export function sandboxControl(config: Pick<Config, "sandboxEnabled">, engines: EngineRegistry): Router | null {
+  if (!config.sandboxEnabled) return null;
+  const engine = engines.get(SANDBOX_ENGINE);
+  return engine instanceof SandboxEngine ? controlRouter(engine) : null;
+}
+
+function controlRouter(engine: SandboxEngine): Router {
+  const network = engine.network;
+  const router = Router();
+  router.post("/scan", async (req, res) => {
+    res.status(200).json(await network.scan(parse(ScanBody, req.body, "body")));
+  });
+  router.post("/numbers", async (req, res) => {
+    res.status(200).json(await network.declareNumber(parse(NumberBody, req.body, "body")));
+  });
+  router.post("/inbound", async (req, res) => {
+    // Queued, not yet reported: the gateway learns of it through its callback, as from a real engine.
+    res.status(202).json(await network.inbound(parse(InboundBody, req.body, "body")));
+  });
+  router.post("/logout", async (req, res) => {
+    res.status(200).json(await network.logout(parse(LogoutBody, req.body, "body").phone));
+  });
+  router.get("/received", async (req: Request, res: Response) => {
+    const { to } = parse(ReceivedQuery, req.query, "query");
+    res.status(200).json({ data: await network.received(to) });
+  });
+  router.get("/faults", async (_req, res) => {
+    res.status(200).json(await network.faults());
+  });
+  router.post("/faults", async (req, res) => {
+    res.status(200).json(await network.setFaults(parse(FaultsBody, req.body, "body")));
+  });
+  return router;
+}
+
+function parse<T extends z.ZodTypeAny>(schema: T, value: unknown, where: string): z.infer<T> {
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) throw ApiError.validation(zodFieldErrors(result.error, where));
+  return result.data;
+}

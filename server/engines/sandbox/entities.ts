@@ -1,0 +1,64 @@
+// The sandbox network's own tables (migration 1732240200000-sandbox.ts).
+import { Column, Entity, PrimaryColumn, PrimaryGeneratedColumn } from "typeorm";
+import type { Location, Media, Recipient } from "../../../contract/index.js";
+
+export type SessionState = "pairing" | "linked" | "unlinked";
+export type Receipts = "read" | "delivered" | "none";
+
+@Entity("sandbox_sessions")
+export class SandboxSession {
+  @PrimaryColumn({ type: "text", name: "connection_id" }) connectionId!: string;
+  @Column({ type: "text" }) state!: SessionState;
+  @Column({ type: "bytea", name: "pairing_digest", nullable: true }) pairingDigest!: Buffer | null;
+  @Column({ type: "text", nullable: true }) phone!: string | null;
+  @Column({ type: "boolean" }) running!: boolean;
+  @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
+  @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
+}
+
+@Entity("sandbox_contacts")
+export class SandboxContact {
+  @PrimaryColumn({ type: "text" }) phone!: string;
+  @Column({ type: "boolean", name: "on_network" }) onNetwork!: boolean;
+  @Column({ type: "text" }) receipts!: Receipts;
+  @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
+}
+
+@Entity("sandbox_deliveries")
+export class SandboxDelivery {
+  @PrimaryGeneratedColumn({ type: "bigint" }) id!: string;
+  @Column({ type: "text", name: "message_id" }) messageId!: string;
+  @Column({ type: "text", name: "provider_message_id" }) providerMessageId!: string;
+  @Column({ type: "text", name: "connection_id" }) connectionId!: string;
+  @Column({ type: "text", name: "from_phone", nullable: true }) fromPhone!: string | null;
+  /** The phone or group id the message went to. */
+  @Column({ type: "text", name: "to_address" }) toAddress!: string;
+  @Column({ type: "jsonb" }) recipient!: Recipient;
+  @Column({ type: "text", nullable: true }) body!: string | null;
+  @Column({ type: "jsonb", nullable: true }) media!: Media | null;
+  @Column({ type: "jsonb", nullable: true }) location!: Location | null;
+  @Column({ type: "text" }) outcome!: "delivered" | "not_on_network";
+  @Column({ type: "timestamptz", name: "created_at", default: () => "clock_timestamp()" }) createdAt!: Date;
+}
+
+@Entity("sandbox_callbacks")
+export class SandboxCallback {
+  @PrimaryGeneratedColumn({ type: "bigint" }) id!: string;
+  @Column({ type: "text", name: "connection_id" }) connectionId!: string;
+  @Column({ type: "text" }) kind!: string;
+  @Column({ type: "jsonb" }) event!: Record<string, unknown>;
+  @Column({ type: "timestamptz", name: "due_at", default: () => "now()" }) dueAt!: Date;
+  @Column({ type: "integer" }) attempts!: number;
+  @Column({ type: "timestamptz", name: "locked_until", nullable: true }) lockedUntil!: Date | null;
+  @Column({ type: "text", name: "last_error", nullable: true }) lastError!: string | null;
+}
+
+@Entity("sandbox_faults")
+export class SandboxFaults {
+  @PrimaryColumn({ type: "boolean" }) id!: boolean;
+  @Column({ type: "integer", name: "fail_next_sends" }) failNextSends!: number;
+  @Column({ type: "integer", name: "latency_ms" }) latencyMs!: number;
+  @Column({ type: "boolean", name: "duplicate_callbacks" }) duplicateCallbacks!: boolean;
+}
+
+export const SANDBOX_ENTITIES = [SandboxSession, SandboxContact, SandboxDelivery, SandboxCallback, SandboxFaults];

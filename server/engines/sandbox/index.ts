@@ -1,0 +1,24 @@
+// Building the sandbox engine for a gateway process: its reports go to this gateway's own callback
+// URL for the connection, derived when needed (the sandbox stores no URLs, they carry tokens).
+import type { DataSource } from "typeorm";
+import type { Config } from "../../config.js";
+import { callbackToken, callbackUrl } from "../../connections/callback-token.js";
+import { Connection } from "../../connections/entities.js";
+import type { Logger } from "../../logger.js";
+import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
+
+export { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
+export { sandboxControl, SANDBOX_CONTROL_PATH } from "./control.js";
+
+export function createSandboxEngine(deps: { db: DataSource; config: Config; logger: Logger }): SandboxEngine {
+  return new SandboxEngine({
+    db: deps.db,
+    logger: deps.logger,
+    async callbackUrlFor(connectionId) {
+      const c = await deps.db.getRepository(Connection).findOneBy({ id: connectionId });
+      if (!c || c.deletedAt) return null;
+      // Always the sandbox's own callback path: a connection moved to another engine refuses it.
+      return callbackUrl(deps.config.baseUrl, SANDBOX_ENGINE, callbackToken(deps.config.secretKey, c.id, c.callbackNonce));
+    },
+  });
+}

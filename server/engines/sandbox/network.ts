@@ -1,0 +1,152 @@
+// The world outside the gateway, simulated: phones that scan pairing codes and log out, contacts
+// and what they received, people who write in, and injected faults. The control API calls these.
+import type { DataSource } from "typeorm";
+import { rows } from "../../db/rows.js";
+import { ApiError } from "../../http/errors.js";
+import { sha256 } from "../../secrets.js";
+import { SandboxDelivery } from "./entities.js";
+import { newProviderMessageId, queueReports, type QueuedReport } from "./reports.js";
+import type { Faults, FaultsBody, InboundBody, NumberBody, ScanBody } from "./schemas.js";
+
+export interface Received {
+  message_id: string;
+  provider_message_id: string;
+  from: string | null;
+  to: unknown;
+  body: string | null;
+  media: unknown;
+  location: unknown;
+  delivered_at: string;
+}
+
+export class SandboxNetwork {
+  constructor(
+    private readonly db: DataSource,
+    /** Reports were queued: post them now rather than at the next poll. */
+    private readonly reported: () => void,
+  ) {}
+
+  async faults(): Promise<Faults> {
+    const [row] = (await this.db.query(`SELECT fail_next_sends, latency_ms, duplicate_callbacks FROM sandbox_faults`)) as Faults[];
+    return row ?? { fail_next_sends: 0, latency_ms: 0, duplicate_callbacks: false };
+  }
+
+  /** Absent fields keep their value. */
+  async setFaults(body: FaultsBody): Promise<Faults> {
+    const [row] = await rows<Faults>(
+      this.db,
+      `UPDATE sandbox_faults SET fail_next_sends = COALESCE($1, fail_next_sends), latency_ms = COALESCE($2, latency_ms),
+              duplicate_callbacks = COALESCE($3, duplicate_callbacks)
+        RETURNING fail_next_sends, latency_ms, duplicate_callbacks`,
+      [body.fail_next_sends ?? null, body.latency_ms ?? null, body.duplicate_callbacks ?? null],
+    );
+    return row!;
+  }
+
+  /** Consumes one injected send failure; false when another send took the last one. */
+  async takeInjectedFailure(): Promise<boolean> {
+    const taken = await rows(this.db, `UPDATE sandbox_faults SET fail_next_sends = fail_next_sends - 1 WHERE fail_next_sends > 0 RETURNING 1`);
+    return taken.length > 0;
+  }
+
+  /** A phone scans a pairing payload: the session waiting for it links as that number. */
+  async scan(body: ScanBody): Promise<{ phone: string }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    await this.db.transaction(async (em) => {
+      const linked = await rows<{ connection_id: string }>(
+        em,
+        `UPDATE sandbox_sessions SET state = 'linked', phone = $2, pairing_digest = NULL, updated_at = now()
+          WHERE pairing_digest = $1 RETURNING connection_id`,
+        [sha256(body.payload), body.phone],
+      );
+      if (!linked.length) throw ApiError.notFound("pairing payload: no session waits for it (already scanned, replaced by a newer one, or never issued)");
+      await queueReports(em, linked.map((s) => stateReport(s.connection_id, "connected", body.phone)), duplicate);
+    });
+    this.reported();
+    return { phone: body.phone };
+  }
+
+  async declareNumber(body: NumberBody): Promise<{ phone: string; on_network: boolean; receipts: string }> {
+    await this.db.query(
+      `INSERT INTO sandbox_contacts (phone, on_network, receipts) VALUES ($1, $2, $3)
+       ON CONFLICT (phone) DO UPDATE SET on_network = EXCLUDED.on_network, receipts = EXCLUDED.receipts, updated_at = now()`,
+      [body.phone, body.on_network, body.receipts],
+    );
+    return { phone: body.phone, on_network: body.on_network, receipts: body.receipts };
+  }
+
+  /**
+   * A message arrives for the number `to`. Several devices may be linked to one number (as on
+   * real networks): each linked session reports it.
+   */
+  async inbound(body: InboundBody): Promise<{ provider_message_id: string; sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const providerMessageId = newProviderMessageId();
+    const sessions = await this.db.transaction(async (em) => {
+      const linked: { connection_id: string }[] = await em.query(`SELECT connection_id FROM sandbox_sessions WHERE phone = $1 AND state = 'linked'`, [
+        body.to,
+      ]);
+      if (!linked.length) throw ApiError.notFound(`linked session for ${body.to}`);
+      const timestamp = new Date().toISOString();
+      const reports: QueuedReport[] = linked.map((s) => ({
+        connectionId: s.connection_id,
+        report: {
+          type: "message.inbound",
+          provider_message_id: providerMessageId,
+          from: body.from,
+          to: body.to,
+          ...(body.group !== undefined && { group: body.group }),
+          ...(body.body !== undefined && { body: body.body }),
+          ...(body.media !== undefined && { media: body.media }),
+          ...(body.location !== undefined && { location: body.location }),
+          timestamp,
+        },
+      }));
+      await queueReports(em, reports, duplicate);
+      return linked.length;
+    });
+    this.reported();
+    return { provider_message_id: providerMessageId, sessions };
+  }
+
+  /** The phone logs out its linked devices: every session linked to it reports `disconnected`. */
+  async logout(phone: string): Promise<{ sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const sessions = await this.db.transaction(async (em) => {
+      const unlinked = await rows<{ connection_id: string }>(
+        em,
+        `UPDATE sandbox_sessions SET state = 'unlinked', updated_at = now() WHERE phone = $1 AND state = 'linked' RETURNING connection_id`,
+        [phone],
+      );
+      if (!unlinked.length) throw ApiError.notFound(`linked session for ${phone}`);
+      await queueReports(em, unlinked.map((s) => stateReport(s.connection_id, "disconnected")), duplicate);
+      return unlinked.length;
+    });
+    this.reported();
+    return { sessions };
+  }
+
+  /** What the network delivered to `to` (a phone or a group id), oldest first. */
+  async received(to: string): Promise<Received[]> {
+    const rows = await this.db
+      .getRepository(SandboxDelivery)
+      .createQueryBuilder("d")
+      .where("d.toAddress = :to AND d.outcome = 'delivered'", { to })
+      .orderBy("d.id", "ASC")
+      .getMany();
+    return rows.map((d) => ({
+      message_id: d.messageId,
+      provider_message_id: d.providerMessageId,
+      from: d.fromPhone,
+      to: d.recipient,
+      body: d.body,
+      media: d.media,
+      location: d.location,
+      delivered_at: d.createdAt.toISOString(),
+    }));
+  }
+}
+
+function stateReport(connectionId: string, state: "connected" | "disconnected", phone?: string): QueuedReport {
+  return { connectionId, report: { type: "connection.state", state, ...(phone !== undefined && { phone }) } };
+}

@@ -1,0 +1,48 @@
+// Building and queueing the sandbox's reports: provider events in the wire format of
+// contract/ops.ts, written to the callback outbox in the statement (or transaction) of the change
+// that causes them.
+import type { EntityManager } from "typeorm";
+import type { ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent } from "../../../contract/index.js";
+import { randomToken } from "../../secrets.js";
+
+type WithoutId<T> = T extends unknown ? Omit<T, "event_id"> : never;
+export type SandboxReport = WithoutId<ConnectionStateEvent | InboundMessageEvent | MessageStatusEvent>;
+
+export interface QueuedReport {
+  connectionId: string;
+  report: SandboxReport;
+  /** Posted no sooner than this many milliseconds from now. */
+  delayMs?: number;
+}
+
+export function newEventId(): string {
+  return `sbx_evt_${randomToken(12)}`;
+}
+
+export function newProviderMessageId(): string {
+  return `sbx_msg_${randomToken(12)}`;
+}
+
+/**
+ * Rows for `sandbox_callbacks`, as the JSON parameter of `INSERT … SELECT FROM jsonb_to_recordset`.
+ * With `duplicate`, every report is queued twice with the same event_id (fault injection: the
+ * gateway must deduplicate redeliveries).
+ */
+export function reportRows(reports: QueuedReport[], duplicate: boolean): string {
+  const rows = reports.flatMap(({ connectionId, report, delayMs = 0 }) => {
+    const row = { connection_id: connectionId, kind: report.type, delay_ms: delayMs, event: { ...report, event_id: newEventId() } };
+    return duplicate ? [row, row] : [row];
+  });
+  return JSON.stringify(rows);
+}
+
+/** SQL that inserts the rows of `reportRows` given as parameter `$n`. */
+export function insertReportsSql(param: string): string {
+  return `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at)
+          SELECT r.connection_id, r.kind, r.event, clock_timestamp() + make_interval(secs => r.delay_ms / 1000.0)
+            FROM jsonb_to_recordset(${param}::jsonb) AS r(connection_id text, kind text, event jsonb, delay_ms int)`;
+}
+
+export async function queueReports(em: EntityManager, reports: QueuedReport[], duplicate: boolean): Promise<void> {
+  if (reports.length) await em.query(insertReportsSql("$1"), [reportRows(reports, duplicate)]);
+}

@@ -1,0 +1,50 @@
+// Bodies of the sandbox control API (/sandbox/v1). Not part of the public contract: the sandbox
+// exists only outside production, for development and tests. Strict like every body we accept.
+import { z } from "zod";
+import { Location, Media } from "../../../contract/index.js";
+
+const Phone = z.string().min(5).max(40);
+
+export const ScanBody = z.object({ payload: z.string().min(1).max(500), phone: Phone }).strict();
+export type ScanBody = z.infer<typeof ScanBody>;
+
+export const Receipts = z.enum(["read", "delivered", "none"]);
+
+/** Declares (or re-declares) a contact; omitted fields take the undeclared defaults. */
+export const NumberBody = z.object({ phone: Phone, on_network: z.boolean().default(true), receipts: Receipts.default("read") }).strict();
+export type NumberBody = z.infer<typeof NumberBody>;
+
+export const InboundBody = z
+  .object({
+    to: Phone.describe("The linked number the message arrives on"),
+    from: Phone,
+    body: z.string().max(4096).optional(),
+    media: Media.optional(),
+    location: Location.optional(),
+    group: Phone.optional().describe("The group the message was posted in"),
+  })
+  .strict()
+  .refine((b) => b.body !== undefined || b.media !== undefined || b.location !== undefined, {
+    message: "an inbound message needs a body, media or location",
+  });
+export type InboundBody = z.infer<typeof InboundBody>;
+
+export const LogoutBody = z.object({ phone: Phone }).strict();
+
+export const ReceivedQuery = z.object({ to: Phone }).strict();
+
+/** Absent fields keep their value; `{}` changes nothing and answers the current faults. */
+export const FaultsBody = z
+  .object({
+    fail_next_sends: z.number().int().min(0).max(1_000_000).optional(),
+    latency_ms: z.number().int().min(0).max(60_000).optional(),
+    duplicate_callbacks: z.boolean().optional(),
+  })
+  .strict();
+export type FaultsBody = z.infer<typeof FaultsBody>;
+
+export interface Faults {
+  fail_next_sends: number;
+  latency_ms: number;
+  duplicate_callbacks: boolean;
+}

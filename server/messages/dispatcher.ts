@@ -1,0 +1,264 @@
+// Hand-off of accepted messages to their engine. Each process runs one dispatcher; they share the
+// dispatch_queue outbox, claiming rows with FOR UPDATE SKIP LOCKED and a lock that expires, so a
+// process that dies mid hand-off leaves its claims to another. The engine deduplicates on our
+// message id, so a hand-off retried after a crash reaches the network once.
+import type { DataSource } from "typeorm";
+import type { Config } from "../config.js";
+import { Connection } from "../connections/entities.js";
+import { engineConnectionFor } from "../connections/service.js";
+import { EngineError, type EngineRegistry } from "../engines/engine.js";
+import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
+import { rows } from "../db/rows.js";
+import type { Logger } from "../logger.js";
+import type { Message } from "./entities.js";
+import { messageView } from "./view.js";
+
+const BATCH = 200;
+const IDLE_POLL_MS = 250;
+/** Transient failures are retried this many times, with exponential backoff, then fail. */
+export const MAX_ATTEMPTS = 10;
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+interface Claimed {
+  message_id: string;
+  connection_id: string;
+  attempts: number;
+}
+
+/** Claimed messages of one connection, handed off one at a time at the connection's pace. */
+interface Lane {
+  queue: Claimed[];
+  nextAt: number;
+  running: boolean;
+}
+
+export class MessageDispatcher {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private readonly lanes = new Map<string, Lane>();
+  private readonly active = new Set<Promise<void>>();
+  private readonly intervalMs: number;
+  private readonly laneLimit: number;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly config: Config,
+    private readonly engines: EngineRegistry,
+    private readonly logger: Logger,
+  ) {
+    this.intervalMs = 1000 / config.dispatch.ratePerConnection;
+    // Never hold more claims for a connection than its pace can hand off well within the lock.
+    this.laneLimit = Math.max(1, Math.floor((config.dispatch.ratePerConnection * config.dispatch.lockSeconds) / 3));
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, finishes the hand-offs in flight; unstarted claims expire for others. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loop;
+    await Promise.all(this.active);
+  }
+
+  /** A message was accepted by this process: look now rather than at the next poll. */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let claimed: Claimed[] = [];
+      try {
+        claimed = await this.claim();
+      } catch (err) {
+        this.logger.error({ err }, "dispatcher claim failed");
+      }
+      for (const c of claimed) this.enqueue(c);
+      if (claimed.length < BATCH) await this.idle();
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, IDLE_POLL_MS);
+      this.wakeUp = done;
+    });
+  }
+
+  private async claim(): Promise<Claimed[]> {
+    const saturated = [...this.lanes].filter(([, l]) => l.queue.length >= this.laneLimit).map(([id]) => id);
+    return rows<Claimed>(
+      this.db,
+      `UPDATE dispatch_queue q
+          SET locked_until = now() + ($1 || ' seconds')::interval, attempts = q.attempts + 1
+        WHERE q.message_id IN (
+              SELECT message_id FROM dispatch_queue
+               WHERE available_at <= now() AND (locked_until IS NULL OR locked_until < now())
+                 AND connection_id <> ALL($3::text[])
+               ORDER BY available_at
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)
+        RETURNING q.message_id, q.connection_id, q.attempts`,
+      [String(this.config.dispatch.lockSeconds), BATCH, saturated],
+    );
+  }
+
+  private enqueue(c: Claimed): void {
+    let lane = this.lanes.get(c.connection_id);
+    if (!lane) {
+      lane = { queue: [], nextAt: 0, running: false };
+      this.lanes.set(c.connection_id, lane);
+    }
+    lane.queue.push(c);
+    if (!lane.running) this.track(this.drain(c.connection_id, lane));
+  }
+
+  private track(p: Promise<void>): void {
+    this.active.add(p);
+    void p.finally(() => this.active.delete(p));
+  }
+
+  private async drain(connectionId: string, lane: Lane): Promise<void> {
+    lane.running = true;
+    try {
+      for (let next = lane.queue.shift(); next; next = lane.queue.shift()) {
+        const wait = lane.nextAt - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        lane.nextAt = Date.now() + this.intervalMs;
+        await this.handOff(next).catch((err: unknown) => this.logger.error({ err, message_id: next.message_id }, "hand-off failed"));
+      }
+    } finally {
+      lane.running = false;
+      if (lane.queue.length === 0) this.lanes.delete(connectionId);
+    }
+  }
+
+  private async handOff(c: Claimed): Promise<void> {
+    // Mark the attempt; a message canceled meanwhile has lost its queue row and is skipped.
+    const marked = await rows<Pick<Message, "id" | "recipient" | "body" | "media" | "location">>(
+      this.db,
+      `WITH m AS (
+         UPDATE messages SET status = 'submitting', updated_at = now()
+          WHERE id = $1 AND status IN ('scheduled', 'accepted', 'queued', 'submitting')
+            AND EXISTS (SELECT 1 FROM dispatch_queue WHERE message_id = $1)
+          RETURNING *
+       ), t AS (
+         INSERT INTO message_timeline (message_id, status, detail)
+         SELECT id, 'submitting', CASE WHEN $2::int > 1 THEN 'attempt ' || $2::int END FROM m
+       )
+       SELECT m.id, m.recipient, m.body, m.media, m.location FROM m`,
+      [c.message_id, c.attempts],
+    );
+    const message = marked[0];
+    if (!message) {
+      await this.db.query(`DELETE FROM dispatch_queue WHERE message_id = $1`, [c.message_id]);
+      return;
+    }
+    const connection = await this.db.getRepository(Connection).findOneBy({ id: c.connection_id });
+    const engine = connection ? this.engines.get(connection.transport) : undefined;
+    try {
+      if (!connection || connection.state === "deleted") throw new EngineError("the connection was deleted", true, "connection_deleted");
+      if (!engine) throw new EngineError(`no engine ${connection.transport} is configured`, false, "transport_unavailable");
+      if (connection.state !== "connected") throw new EngineError(`the connection is ${connection.state}`, false, "connection_not_ready");
+      const sent = await engine.send(engineConnectionFor(this.config, connection), {
+        messageId: message.id,
+        to: message.recipient,
+        body: message.body,
+        media: message.media,
+        location: message.location,
+      });
+      await this.recordSubmitted(message.id, sent.providerMessageId);
+    } catch (err) {
+      const e = err instanceof EngineError ? err : new EngineError(err instanceof Error ? err.message : String(err), false);
+      if (e.permanent || c.attempts >= MAX_ATTEMPTS) await this.recordFailed(message.id, e, connection ?? null);
+      else await this.recordRetry(message.id, c.attempts, e);
+    }
+  }
+
+  private async recordSubmitted(messageId: string, providerMessageId: string): Promise<void> {
+    // A fast engine may have reported `sent` already: never move the status back.
+    await this.db.query(
+      `WITH m AS (
+         UPDATE messages SET status = CASE WHEN status = 'submitting' THEN 'submitted' ELSE status END,
+                             provider_message_id = $2, updated_at = now()
+          WHERE id = $1 RETURNING id
+       ), t AS (
+         INSERT INTO message_timeline (message_id, status, detail) SELECT id, 'submitted', NULL FROM m
+       )
+       DELETE FROM dispatch_queue WHERE message_id = $1`,
+      [messageId, providerMessageId],
+    );
+  }
+
+  private async recordRetry(messageId: string, attempts: number, e: EngineError): Promise<void> {
+    const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempts - 1)) * (0.75 + Math.random() * 0.5);
+    await this.db.query(
+      `WITH q AS (
+         UPDATE dispatch_queue SET available_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3
+          WHERE message_id = $1
+       ), m AS (
+         UPDATE messages SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'submitting' RETURNING id
+       )
+       INSERT INTO message_timeline (message_id, status, detail) SELECT id, 'queued', $4 FROM m`,
+      [messageId, String(Math.round(backoff)), e.message, `retrying after ${e.code}: ${e.message}`],
+    );
+  }
+
+  private async recordFailed(messageId: string, e: EngineError, connection: Connection | null): Promise<void> {
+    await this.db.transaction(async (em) => {
+      const [updated] = await rows(
+        em,
+        `UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
+          WHERE id = $1 AND status IN ('submitting', 'queued') RETURNING *`,
+        [messageId, e.code, e.message],
+      );
+      if (updated && connection) {
+        const event = buildEvent({ workspaceId: connection.workspaceId, type: "message.failed", connection, data: messageView(fromRow(updated), connection.slug) });
+        await em.query(
+          `WITH t AS (INSERT INTO message_timeline (message_id, status, detail) VALUES ($1, 'failed', $2))
+           INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($3, $4, $5, $6, $7::jsonb, $8)`,
+          [messageId, `${e.code}: ${e.message}`, ...eventParams(event)],
+        );
+      }
+      await em.query(`DELETE FROM dispatch_queue WHERE message_id = $1`, [messageId]);
+    });
+  }
+}
+
+/** Raw row (snake_case) → entity, for rows returned by hand-written SQL. */
+export function fromRow(r: Record<string, unknown>): Message {
+  return {
+    id: r.id as string,
+    workspaceId: r.workspace_id as string,
+    connectionId: r.connection_id as string,
+    direction: r.direction as Message["direction"],
+    status: r.status as Message["status"],
+    recipient: r.recipient as Message["recipient"],
+    sender: (r.sender as string | null) ?? null,
+    body: (r.body as string | null) ?? null,
+    media: (r.media as Message["media"]) ?? null,
+    location: (r.location as Message["location"]) ?? null,
+    context: (r.context as Message["context"]) ?? null,
+    metadata: (r.metadata as Message["metadata"]) ?? null,
+    contextSensitivity: (r.context_sensitivity as Message["contextSensitivity"]) ?? null,
+    sendAt: (r.send_at as Date | null) ?? null,
+    timezone: (r.timezone as string | null) ?? null,
+    providerMessageId: (r.provider_message_id as string | null) ?? null,
+    errorCode: (r.error_code as string | null) ?? null,
+    errorMessage: (r.error_message as string | null) ?? null,
+    scheduleId: (r.schedule_id as string | null) ?? null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}

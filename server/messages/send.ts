@@ -1,0 +1,184 @@
+// Accepting a message. A 202 means the message, its timeline, its hand-off entry (or, for a
+// deferred send, its scheduled state), its event, its usage count and its idempotency record were
+// committed together: they are written by one SQL statement, which PostgreSQL runs atomically,
+// and in one round trip, which keeps the accept path close to the cost of a single INSERT.
+import type { DataSource, EntityManager } from "typeorm";
+import type { MessageStatus, SendMessageBody, Message as MessageView } from "../../contract/index.js";
+import { Connection } from "../connections/entities.js";
+import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
+import { ApiError } from "../http/errors.js";
+import { IdempotencyStore, requestFingerprint, type Claim } from "../http/idempotency.js";
+import type { Principal } from "../http/principal.js";
+import { newId } from "../ids.js";
+import { isValidTimeZone } from "../schedules/recurrence.js";
+import { requirePlanFeature } from "../workspace/plan-gate.js";
+import { messagesThisMonth, usageIncrementSql, usageShard } from "../workspace/usage.js";
+import type { Message } from "./entities.js";
+import { messageView } from "./view.js";
+
+/** A send_at less than this far ahead is sent now rather than scheduled. */
+const SCHEDULE_THRESHOLD_MS = 1000;
+
+export interface Accepted {
+  status: number;
+  body: MessageView;
+  replayed: boolean;
+  /** Set when the message waits for its send_at. */
+  scheduledFor?: Date;
+}
+
+export interface SendOptions {
+  idempotencyKey?: string | undefined;
+  /** Set by a schedule's fire: the message belongs to it. */
+  scheduleId?: string;
+}
+
+export class MessageSender {
+  private readonly idempotency: IdempotencyStore;
+
+  constructor(private readonly db: DataSource) {
+    this.idempotency = new IdempotencyStore(db);
+  }
+
+  async send(principal: Principal, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
+    let claim: Claim | undefined;
+    if (options.idempotencyKey) {
+      claim = await this.idempotency.claim(principal.workspaceId, options.idempotencyKey, requestFingerprint(body));
+      if (claim.kind === "replay") return { status: claim.status, body: claim.body as MessageView, replayed: true };
+    }
+    try {
+      const connection = await this.check(principal, body);
+      const view = await this.accept(this.db, {
+        workspaceId: principal.workspaceId,
+        connection,
+        body,
+        idempotencyKey: claim?.kind === "claimed" ? claim.key : null,
+        scheduleId: options.scheduleId ?? null,
+      });
+      const scheduledFor = view.status === "scheduled" && view.send_at ? new Date(view.send_at) : undefined;
+      return { status: 202, body: view, replayed: false, ...(scheduledFor ? { scheduledFor } : {}) };
+    } catch (err) {
+      if (claim?.kind === "claimed") await this.idempotency.release(claim);
+      throw err;
+    }
+  }
+
+  /** Every rule a send must pass before anything is written; returns the connection. */
+  async check(principal: Principal, body: SendMessageBody): Promise<Connection> {
+    const errors: { path: string; message: string }[] = [];
+    const hasBody = body.body !== undefined && body.body.length > 0;
+    if (!hasBody && !body.media && !body.location) errors.push({ path: "body", message: "a message needs a body, media or a location" });
+    if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
+    if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
+    const connection = await this.db
+      .getRepository(Connection)
+      .createQueryBuilder("c")
+      .where("c.workspaceId = :ws AND c.slug = :slug AND c.deletedAt IS NULL", { ws: principal.workspaceId, slug: body.connection })
+      .getOne();
+    if (!connection) errors.push({ path: "connection", message: `no connection with slug ${body.connection}` });
+    if (errors.length || !connection) throw ApiError.validation(errors);
+
+    const deferred = isDeferred(body.send_at);
+    if (deferred) await requirePlanFeature(this.db, principal.plan, "scheduling");
+    // A deferred send is checked against the connection when it is due, not now.
+    if (!deferred && connection.state !== "connected") {
+      throw new ApiError("connection_not_ready", `The connection ${connection.slug} is ${connection.state}, not connected.`);
+    }
+    const allowance = principal.plan.messagesPerMonth;
+    if (allowance !== null && (await messagesThisMonth(this.db.manager, principal.workspaceId)) >= allowance) {
+      throw new ApiError("quota_exceeded", `The ${principal.plan.name} plan allows ${allowance} messages a month.`, { retryAfter: secondsToNextMonth() });
+    }
+    return connection;
+  }
+
+  /**
+   * Writes an accepted message: queued for hand-off, scheduled for its send_at, or, with
+   * `failure`, recorded as failed (a schedule firing while its connection is not connected).
+   * `q` may be a transaction's EntityManager: the caller's other writes then commit with it.
+   */
+  async accept(q: DataSource | EntityManager, input: AcceptInput): Promise<MessageView> {
+    const { body, connection, failure } = input;
+    const now = new Date();
+    const deferred = !failure && isDeferred(body.send_at);
+    const status: MessageStatus = failure ? "failed" : deferred ? "scheduled" : "queued";
+    const message: Message = {
+      id: newId("msg", now.getTime()),
+      workspaceId: input.workspaceId,
+      connectionId: connection.id,
+      direction: "outbound",
+      status,
+      recipient: body.to,
+      sender: connection.phone,
+      body: body.body ?? null,
+      media: body.media ?? null,
+      location: body.location ?? null,
+      context: body.context ?? null,
+      metadata: body.metadata ?? null,
+      contextSensitivity: body.context_sensitivity ?? null,
+      sendAt: body.send_at ? new Date(body.send_at) : null,
+      timezone: body.timezone ?? null,
+      providerMessageId: null,
+      errorCode: failure?.code ?? null,
+      errorMessage: failure?.message ?? null,
+      scheduleId: input.scheduleId,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const view = messageView(message, connection.slug);
+    const eventType = failure ? "message.failed" : deferred ? null : "message.queued";
+    const event = eventType ? buildEvent({ workspaceId: input.workspaceId, type: eventType, connection, data: view }, now) : null;
+    const timeline = failure ? ["accepted", "failed"] : deferred ? ["scheduled"] : ["accepted", "queued"];
+    const details = failure ? [null, `${failure.code}: ${failure.message}`] : timeline.map(() => null);
+
+    const params: unknown[] = [
+      message.id, message.workspaceId, message.connectionId, status, JSON.stringify(message.recipient), message.sender, message.body,
+      json(message.media), json(message.location), json(message.context), json(message.metadata), message.contextSensitivity,
+      message.sendAt, message.timezone, now, message.scheduleId, timeline, usageShard(), input.idempotencyKey, JSON.stringify(view),
+      details, message.errorCode, message.errorMessage,
+      ...(event ? eventParams(event) : []),
+    ];
+    await q.query(
+      `WITH m AS (
+         INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
+                               context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at,
+                               error_code, error_message)
+         VALUES ($1, $2, $3, 'outbound', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $15, $15, $22, $23)
+       ), t AS (
+         INSERT INTO message_timeline (message_id, status, at, detail)
+         SELECT $1, s, $15, d FROM unnest($17::text[], $21::text[]) AS x(s, d)
+       ), d AS (
+         INSERT INTO dispatch_queue (message_id, connection_id, available_at) SELECT $1, $3, $15 WHERE $4 = 'queued'
+       ), u AS (
+         ${usageIncrementSql("outbound", "$2", "$18")}
+       ), i AS (
+         ${IdempotencyStore.completeSql({ workspace: "$2", key: "$19", status: "202", body: "$20::jsonb" })}
+       )${event ? `, e AS (INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($24, $25, $26, $27, $28::jsonb, $29))` : ""}
+       SELECT 1`,
+      params,
+    );
+    return view;
+  }
+}
+
+export interface AcceptInput {
+  workspaceId: string;
+  connection: Connection;
+  body: SendMessageBody;
+  /** The claimed Idempotency-Key, completed by the same statement; null when none. */
+  idempotencyKey: string | null;
+  scheduleId: string | null;
+  failure?: { code: string; message: string };
+}
+
+function isDeferred(sendAt: string | undefined): boolean {
+  return sendAt !== undefined && Date.parse(sendAt) - Date.now() >= SCHEDULE_THRESHOLD_MS;
+}
+
+function json(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+function secondsToNextMonth(now = new Date()): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}

@@ -1,0 +1,429 @@
+// Firing schedules. The schedules table is the queue: any number of workers, on any number of
+// processes, claim due active schedules with FOR UPDATE SKIP LOCKED, a batch of one workspace at
+// a time, and fire the batch in one short transaction. For each schedule that transaction
+//   1. records the run (schedule_id, occurrence_at) — the primary key is the fire's idempotency
+//      key, so an occurrence that somehow comes round again is never sent twice;
+//   2. writes the message through the send path (MessageSender.accept, same transaction), or a
+//      `failed` message with the reason when it cannot be sent now (plan without scheduling,
+//      connection not connected, monthly allowance used);
+//   3. advances occurrences / next_run_at / status with advance() — once behind, it fires once
+//      and drops the backlog — and records schedule.fired (and schedule.completed) in the outbox.
+// A schedule's fire is therefore atomic: all of it commits or none. Batching is for throughput:
+// the claim (with the run rows, the connections, the plans and the month's usage) is one
+// statement and the advance of the whole batch another, and one commit serves the batch, so a
+// fire costs little more than its message's own statement. A batch that fails is retried one
+// schedule at a time, so one bad row only holds itself back. Agenda decides when workers run
+// (jobs/schedule-fire.ts); the dispatcher picks the queued messages up on its own poll.
+import { hostname } from "node:os";
+import type { DataSource, EntityManager } from "typeorm";
+import { SendMessageBody, type Message as MessageView, type Recurrence, type ScheduleStatus } from "../../contract/index.js";
+import { Connection, type StoredConnectionState } from "../connections/entities.js";
+import { buildEvent } from "../events/record.js";
+import type { DomainEvent } from "../events/entities.js";
+import { rows } from "../db/rows.js";
+import type { Logger } from "../logger.js";
+import type { MessageSender } from "../messages/send.js";
+import type { Schedule } from "./entities.js";
+import { advance } from "./recurrence.js";
+import { nextStatus, progressPatch, scheduleView } from "./service.js";
+
+/** Schedules claimed and fired per transaction. */
+export const FIRE_BATCH = 25;
+
+export type FireOutcome = "queued" | "failed" | "not_sent" | "duplicate";
+
+export interface FireResult {
+  scheduleId: string;
+  occurrenceAt: Date;
+  outcome: FireOutcome;
+  messageId: string | null;
+}
+
+export interface FireDueOptions {
+  /** Concurrent fire transactions (each holds one pooled connection). */
+  workers?: number;
+  /** Schedules per transaction. */
+  batch?: number;
+  /** Stop claiming after this long; what is left is for the next run. */
+  budgetMs?: number;
+  /** Checked between batches: true stops claiming (process shutting down). */
+  shouldStop?: () => boolean;
+}
+
+interface Failure {
+  code: string;
+  message: string;
+}
+
+/** A claimed schedule with what its fire needs, read by the claiming statement. */
+interface Claimed {
+  schedule: Schedule;
+  /** False when the occurrence already has a run: it is not sent again. */
+  fresh: boolean;
+  connection: Connection | null;
+  plan: { name: string; scheduling: boolean; messagesPerMonth: number | null };
+  /** Outbound messages of the workspace this UTC month, when the plan has an allowance. */
+  usedThisMonth: number;
+}
+
+interface Fired {
+  claimed: Claimed;
+  counted: boolean;
+  message: MessageView | null;
+  failure: Failure | null;
+}
+
+export class ScheduleFiring {
+  /** Recorded on each run, so an operator can see which process fired what. */
+  private readonly firedBy = `${hostname()}:${process.pid}`;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly sender: MessageSender,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Fires due schedules until none is left (or the budget is spent), `workers` transactions at a
+   * time. Returns how many occurrences were handled.
+   */
+  async fireDue(options: FireDueOptions = {}): Promise<number> {
+    const deadline = Date.now() + (options.budgetMs ?? 20_000);
+    const batch = Math.max(1, options.batch ?? FIRE_BATCH);
+    // Schedules whose fire threw: left for the next run, skipped for the rest of this one.
+    const skip = new Set<string>();
+    let handled = 0;
+    const worker = async (): Promise<void> => {
+      while (Date.now() < deadline && !options.shouldStop?.()) {
+        const fired = await this.fireIsolating(batch, skip);
+        handled += fired;
+        if (fired === 0) return;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, options.workers ?? 1) }, worker));
+    return handled;
+  }
+
+  /**
+   * Claims up to `limit` due schedules not in `skip` and fires them in one transaction; `only`
+   * restricts the claim to those ids. Returns what was fired (empty when nothing was due).
+   */
+  async fireBatch(limit = FIRE_BATCH, skip: Iterable<string> = [], only?: string[], onClaim?: (ids: string[]) => void): Promise<FireResult[]> {
+    return this.db.transaction(async (em) => {
+      const now = new Date();
+      const skipped = [...skip];
+      const workspaceId = only ? null : await this.takeWorkspace(em, now, skipped);
+      if (!only && !workspaceId) return [];
+      const claimed = await this.claim(em, now, limit, skipped, only ?? null, workspaceId);
+      onClaim?.(claimed.map((c) => c.schedule.id));
+      // Messages this batch writes per workspace, so the allowance holds within the batch too.
+      const written = new Map<string, number>();
+      // The batch's statements are issued together: the connection runs them one after the other
+      // as fast as the database answers, without a turn of this process's event loop in between.
+      const settled = await Promise.allSettled(
+        claimed.map((c): Fired | Promise<Fired> => {
+          if (c.fresh) return this.send(em, c, written);
+          this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
+          return { claimed: c, counted: false, message: null, failure: null };
+        }),
+      );
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) throw failed.reason;
+      const fired = settled.map((r) => (r as PromiseFulfilledResult<Fired>).value);
+      if (fired.length) await this.finish(em, fired, now);
+      return fired.map(result);
+    });
+  }
+
+  /** One batch; when it fails, its schedules one by one, so that only a bad one is held back. */
+  private async fireIsolating(limit: number, skip: Set<string>): Promise<number> {
+    let ids: string[] = [];
+    try {
+      return (await this.fireBatch(limit, skip, undefined, (claimed) => (ids = claimed))).length;
+    } catch (err) {
+      if (!ids.length) throw err;
+      let fired = 0;
+      for (const id of ids) {
+        try {
+          fired += (await this.fireBatch(1, [], [id])).length;
+        } catch (single) {
+          skip.add(id);
+          this.logger.error({ err: single, schedule_id: id }, "schedule fire failed; retried on the next run");
+        }
+      }
+      return fired;
+    }
+  }
+
+  /**
+   * Picks the workspace this batch fires for: the one with the oldest due schedule that no other
+   * batch is firing right now (a transaction-scoped advisory lock per workspace). Each accepted
+   * message adds one to a random one of its workspace's usage shards, locking that row until
+   * commit; two batches of one workspace would take several shards each in random order and
+   * deadlock. So batches of a workspace take turns, batches of different workspaces run side by
+   * side, and a worker never waits: it moves on to another workspace, or stops.
+   */
+  private async takeWorkspace(em: EntityManager, now: Date, skip: string[]): Promise<string | null> {
+    const candidates = await rows<{ workspace_id: string }>(
+      em,
+      `SELECT workspace_id FROM schedules
+        WHERE status = 'active' AND next_run_at <= $1 AND id <> ALL($2::text[])
+        GROUP BY workspace_id ORDER BY min(next_run_at) LIMIT 10`,
+      [now, skip],
+    );
+    for (const { workspace_id } of candidates) {
+      const [lock] = await rows<{ taken: boolean }>(em, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS taken`, [
+        `schedules.fire:${workspace_id}`,
+      ]);
+      if (lock?.taken) return workspace_id;
+    }
+    return null;
+  }
+
+  /**
+   * The claim: due active schedules, locked (SKIP LOCKED: another worker's rows are passed over),
+   * their run rows inserted (ON CONFLICT: an occurrence already run comes back not fresh), with
+   * their live connection, their workspace's plan and its usage this month — one round trip.
+   */
+  private async claim(em: EntityManager, now: Date, limit: number, skip: string[], only: string[] | null, workspaceId: string | null): Promise<Claimed[]> {
+    const raw = await rows<ClaimRow>(
+      em,
+      `WITH due AS (
+         SELECT id, next_run_at FROM schedules
+          WHERE status = 'active' AND next_run_at <= $1 AND id <> ALL($2::text[])
+            AND ($4::text[] IS NULL OR id = ANY($4::text[])) AND ($6::text IS NULL OR workspace_id = $6)
+          ORDER BY next_run_at
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+       ), run AS (
+         INSERT INTO schedule_runs (schedule_id, occurrence_at, fired_by)
+         SELECT id, next_run_at, $5 FROM due
+         ON CONFLICT DO NOTHING
+         RETURNING schedule_id
+       )
+       SELECT s.*, (run.schedule_id IS NOT NULL) AS fresh,
+              p.name AS plan_name, p.scheduling AS plan_scheduling, p.messages_per_month AS plan_messages_per_month,
+              CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE (
+                SELECT COALESCE(sum(u.messages_outbound), 0)::int FROM usage_daily u
+                 WHERE u.workspace_id = s.workspace_id AND u.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date
+              ) END AS used_this_month,
+              c.id AS c_id, c.slug AS c_slug, c.name AS c_name, c.state AS c_state, c.linked AS c_linked, c.phone AS c_phone,
+              c.transport AS c_transport, c.callback_nonce AS c_callback_nonce, c.callback_token_digest AS c_callback_token_digest,
+              c.created_at AS c_created_at, c.updated_at AS c_updated_at
+         FROM due
+         JOIN schedules s ON s.id = due.id
+         JOIN workspaces w ON w.id = s.workspace_id
+         JOIN plans p ON p.id = w.plan_id
+         LEFT JOIN run ON run.schedule_id = s.id
+         LEFT JOIN connections c ON c.workspace_id = s.workspace_id AND c.slug = s.message->>'connection' AND c.deleted_at IS NULL
+        ORDER BY due.next_run_at, s.id`,
+      [now, skip, limit, only, this.firedBy, workspaceId],
+    );
+    return raw.map(claimedFromRow);
+  }
+
+  /**
+   * Writes the occurrence's message: queued, or failed with the reason it cannot be sent now.
+   * Everything before the accept is synchronous, so `written` is counted in claim order.
+   */
+  private async send(em: EntityManager, c: Claimed, written: Map<string, number>): Promise<Fired> {
+    const body = SendMessageBody.safeParse(c.schedule.message);
+    if (!body.success) {
+      return { claimed: c, counted: true, message: null, failure: { code: "invalid_message", message: "The schedule's message is no longer a valid send request." } };
+    }
+    if (!c.connection) {
+      // Nothing to attach a message to: the run and the event carry the reason.
+      const failure = { code: "connection_not_found", message: `No connection with slug ${body.data.connection} exists in the workspace.` };
+      return { claimed: c, counted: true, message: null, failure };
+    }
+    const failure = refusal(c, written.get(c.schedule.workspaceId) ?? 0);
+    written.set(c.schedule.workspaceId, (written.get(c.schedule.workspaceId) ?? 0) + 1);
+    const message = await this.sender.accept(em, {
+      workspaceId: c.schedule.workspaceId,
+      connection: c.connection,
+      body: body.data,
+      idempotencyKey: null,
+      scheduleId: c.schedule.id,
+      ...(failure ? { failure } : {}),
+    });
+    return { claimed: c, counted: true, message, failure };
+  }
+
+  /** Advances every fired schedule and writes its run and events: one statement for the batch. */
+  private async finish(em: EntityManager, fired: Fired[], now: Date): Promise<void> {
+    const schedules: Schedule[] = [];
+    const events: DomainEvent[] = [];
+    for (const f of fired) {
+      const s = f.claimed.schedule;
+      const occurrenceAt = s.nextRunAt!;
+      const occurrences = s.occurrences + (f.counted ? 1 : 0);
+      const progress = advance({
+        rule: s.recurrence,
+        timeZone: s.timezone,
+        firedAt: occurrenceAt,
+        now,
+        endsAt: s.endsAt,
+        maxOccurrences: s.maxOccurrences,
+        occurrences,
+      });
+      const updated: Schedule = {
+        ...s,
+        ...progressPatch(progress),
+        status: progress.completed ? nextStatus("complete", s.status)! : s.status,
+        occurrences,
+        lastRunAt: f.counted ? occurrenceAt : s.lastRunAt,
+        updatedAt: now,
+      };
+      schedules.push(updated);
+      const view = scheduleView(updated);
+      const connection = f.claimed.connection ? { id: f.claimed.connection.id, slug: f.claimed.connection.slug } : null;
+      if (f.counted) {
+        const data = {
+          schedule: view,
+          occurrence_at: occurrenceAt.toISOString(),
+          message_id: f.message?.id ?? null,
+          message_status: f.message?.status ?? null,
+          error: f.failure,
+        };
+        events.push(buildEvent({ workspaceId: s.workspaceId, type: "schedule.fired", connection, data }, now));
+      }
+      if (updated.status === "completed") {
+        // A millisecond later, so that the outbox's (created_at, id) order puts it after the fire.
+        events.push(buildEvent({ workspaceId: s.workspaceId, type: "schedule.completed", connection, data: { schedule: view } }, new Date(now.getTime() + 1)));
+      }
+    }
+    const runs = fired.filter((f) => f.counted);
+    await em.query(
+      `WITH s AS (
+         UPDATE schedules t SET status = v.status, occurrences = v.occurrences, next_run_at = v.next_run_at, last_run_at = v.last_run_at, updated_at = $6
+           FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::timestamptz[]) AS v(id, status, occurrences, next_run_at, last_run_at)
+          WHERE t.id = v.id
+       ), r AS (
+         UPDATE schedule_runs t SET message_id = v.message_id, error_code = v.error_code
+           FROM unnest($7::text[], $8::timestamptz[], $9::text[], $10::text[]) AS v(schedule_id, occurrence_at, message_id, error_code)
+          WHERE t.schedule_id = v.schedule_id AND t.occurrence_at = v.occurrence_at
+       ), e AS (
+         INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at)
+         SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])
+       )
+       SELECT 1`,
+      [
+        schedules.map((s) => s.id),
+        schedules.map((s) => s.status),
+        schedules.map((s) => s.occurrences),
+        schedules.map((s) => s.nextRunAt),
+        schedules.map((s) => s.lastRunAt),
+        now,
+        runs.map((f) => f.claimed.schedule.id),
+        runs.map((f) => f.claimed.schedule.nextRunAt),
+        runs.map((f) => f.message?.id ?? null),
+        runs.map((f) => f.failure?.code ?? null),
+        events.map((e) => e.id),
+        events.map((e) => e.workspaceId),
+        events.map((e) => e.type),
+        events.map((e) => e.connectionId),
+        events.map((e) => JSON.stringify(e.payload)),
+        events.map((e) => e.createdAt),
+      ],
+    );
+  }
+}
+
+/**
+ * Why the message cannot be sent now, checked at the moment of sending like a deferred send:
+ * the plan still includes scheduling, the connection is connected, the monthly allowance has room.
+ */
+function refusal(c: Claimed, writtenInBatch: number): Failure | null {
+  const { plan, connection } = c;
+  if (!plan.scheduling) return { code: "plan_required", message: `The ${plan.name} plan does not include scheduling.` };
+  if (connection && connection.state !== "connected") {
+    return { code: "connection_not_ready", message: `The connection ${connection.slug} is ${connection.state}, not connected.` };
+  }
+  if (plan.messagesPerMonth !== null && c.usedThisMonth + writtenInBatch >= plan.messagesPerMonth) {
+    return { code: "quota_exceeded", message: `The ${plan.name} plan allows ${plan.messagesPerMonth} messages a month.` };
+  }
+  return null;
+}
+
+function result(f: Fired): FireResult {
+  const outcome: FireOutcome = !f.counted ? "duplicate" : !f.message ? "not_sent" : f.failure ? "failed" : "queued";
+  return { scheduleId: f.claimed.schedule.id, occurrenceAt: f.claimed.schedule.nextRunAt!, outcome, messageId: f.message?.id ?? null };
+}
+
+interface ClaimRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: ScheduleStatus;
+  timezone: string;
+  recurrence: Recurrence;
+  message: Record<string, unknown>;
+  starts_at: Date | null;
+  ends_at: Date | null;
+  max_occurrences: number | null;
+  occurrences: number;
+  next_run_at: Date | null;
+  last_run_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  fresh: boolean;
+  plan_name: string;
+  plan_scheduling: boolean;
+  plan_messages_per_month: number | null;
+  used_this_month: number;
+  c_id: string | null;
+  c_slug: string;
+  c_name: string | null;
+  c_state: StoredConnectionState;
+  c_linked: boolean;
+  c_phone: string | null;
+  c_transport: string;
+  c_callback_nonce: string;
+  c_callback_token_digest: Buffer;
+  c_created_at: Date;
+  c_updated_at: Date;
+}
+
+function claimedFromRow(r: ClaimRow): Claimed {
+  const schedule: Schedule = {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    name: r.name,
+    status: r.status,
+    timezone: r.timezone,
+    recurrence: r.recurrence,
+    message: r.message,
+    startsAt: r.starts_at,
+    endsAt: r.ends_at,
+    maxOccurrences: r.max_occurrences,
+    occurrences: r.occurrences,
+    nextRunAt: r.next_run_at,
+    lastRunAt: r.last_run_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+  const connection = r.c_id
+    ? Object.assign(new Connection(), {
+        id: r.c_id,
+        workspaceId: r.workspace_id,
+        slug: r.c_slug,
+        name: r.c_name,
+        state: r.c_state,
+        linked: r.c_linked,
+        phone: r.c_phone,
+        transport: r.c_transport,
+        callbackNonce: r.c_callback_nonce,
+        callbackTokenDigest: r.c_callback_token_digest,
+        createdAt: r.c_created_at,
+        updatedAt: r.c_updated_at,
+        deletedAt: null,
+      })
+    : null;
+  return {
+    schedule,
+    fresh: r.fresh,
+    connection,
+    plan: { name: r.plan_name, scheduling: r.plan_scheduling, messagesPerMonth: r.plan_messages_per_month },
+    usedThisMonth: r.used_this_month,
+  };
+}

@@ -1,0 +1,31 @@
+import { initServer } from "@ts-rest/express";
+import { contract } from "../../contract/index.js";
+import type { AppContext } from "../context.js";
+import { principalOf } from "../http/principal.js";
+import { scheduleView } from "./service.js";
+
+const s = initServer();
+
+export function schedulesRouter(ctx: AppContext) {
+  const schedules = ctx.services.schedules;
+  return s.router(contract.schedules, {
+    create: async ({ body, res }) => {
+      return { status: 201, body: scheduleView(await schedules.create(principalOf(res), body)) };
+    },
+    list: async ({ query, res }) => {
+      return { status: 200, body: { data: (await schedules.list(principalOf(res).workspaceId, query.status)).map(scheduleView) } };
+    },
+    get: async ({ params, res }) => {
+      return { status: 200, body: scheduleView(await schedules.get(principalOf(res).workspaceId, params.id)) };
+    },
+    pause: async ({ params, res }) => {
+      return { status: 200, body: scheduleView(await schedules.pause(principalOf(res).workspaceId, params.id)) };
+    },
+    resume: async ({ params, res }) => {
+      return { status: 200, body: scheduleView(await schedules.resume(principalOf(res).workspaceId, params.id)) };
+    },
+    cancel: async ({ params, res }) => {
+      return { status: 200, body: scheduleView(await schedules.cancel(principalOf(res).workspaceId, params.id)) };
+    },
+  });
+}

@@ -1,0 +1,373 @@
+// Webhook delivery. A delivery row (one per endpoint and event, made by fanout.ts) is attempted by
+// whoever claims it: this process's worker loop makes every first attempt (and a resend's), a
+// `webhook.retry` Agenda job (jobs/webhook-retry.ts) makes each retry at its scheduled time. Both
+// claim through the same conditional UPDATE (pending, due, lock free or expired), so an attempt
+// runs in one place at a time on any number of processes. The loop also takes any retry whose job
+// is more than RETRY_RESCUE_MS late (a job lost between the commit and its creation, or a crash in
+// the middle of an attempt), so the table, not Agenda, is what guarantees nothing is lost.
+//
+// Each attempt re-checks the URL (deliverWebhook resolves the host once and connects to the
+// checked address), signs the exact bytes sent with the SDK's scheme, and records the attempt and
+// the delivery's next state in one statement.
+import { randomUUID } from "node:crypto";
+import type { DataSource } from "typeorm";
+import { signWebhookPayload } from "../../sdk/src/webhooks.js";
+import { rows } from "../db/rows.js";
+import type { Logger } from "../logger.js";
+import { decrypt } from "../secrets.js";
+import type { AllowList, Lookup } from "./address-policy.js";
+import type { AttemptTrigger, DeliveryStatus } from "./entities.js";
+import { deliverWebhook, WebhookDeliveryError } from "./safe-request.js";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+/**
+ * The retry schedule (product.md): the delay before retry n after n failed attempts. One attempt
+ * plus eight retries spread over about 45 hours; when they are spent the delivery is `failed`.
+ * A receiver that is down for an hour gets its events with the retry at about 2 h 36 min.
+ */
+export const RETRY_SCHEDULE_MS: readonly number[] = [
+  10 * SECOND,
+  1 * MINUTE,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+  24 * HOUR,
+];
+
+/** Every delay is scaled by a random factor in [1 - RETRY_JITTER, 1 + RETRY_JITTER], so a burst of failures does not retry in lockstep. */
+export const RETRY_JITTER = 0.2;
+
+/** A retry whose Agenda job is this late is taken by the worker loop instead. */
+export const RETRY_RESCUE_MS = 60 * SECOND;
+
+/** Delay before the retry that follows `failures` failed attempts; undefined when the schedule is spent. */
+export function retryDelayMs(failures: number, schedule: readonly number[] = RETRY_SCHEDULE_MS, random: () => number = Math.random): number | undefined {
+  const base = schedule[failures - 1];
+  if (base === undefined || failures < 1) return undefined;
+  return Math.round(base * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random()));
+}
+
+const PAYLOAD_KEYS = ["id", "type", "created_at", "connection", "data"];
+
+/**
+ * The request body: the stored event payload, top-level keys in the documented order (jsonb
+ * stores keys sorted by length). The same bytes on every attempt; the signature covers them.
+ */
+export function payloadBody(payload: Record<string, unknown>): string {
+  const ordered: Record<string, unknown> = {};
+  for (const key of PAYLOAD_KEYS) if (key in payload) ordered[key] = payload[key];
+  for (const [key, value] of Object.entries(payload)) if (!(key in ordered)) ordered[key] = value;
+  return JSON.stringify(ordered);
+}
+
+export const USER_AGENT = "svc-gateway-webhooks/1";
+
+/** The headers of product.md; the signature is over `"<t>.<body>"` with t = Svc-Timestamp. */
+export function deliveryHeaders(secret: string, event: { id: string; type: string }, body: string, nowMs = Date.now()): Record<string, string> {
+  const t = Math.floor(nowMs / 1000);
+  return {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "Svc-Event-Id": event.id,
+    "Svc-Event-Type": event.type,
+    "Svc-Timestamp": String(t),
+    "Svc-Signature": signWebhookPayload(secret, t, body),
+  };
+}
+
+export interface WebhookDelivererOptions {
+  secretKey: Buffer;
+  allowPrivate: AllowList;
+  /** Per attempt, including the host lookup; 10 s in production. */
+  timeoutMs: number;
+  retryScheduleMs?: readonly number[];
+  /** Host resolver (tests); default the system's. */
+  lookup?: Lookup;
+  /** Attempts in flight in the worker loop of this process. */
+  concurrency?: number;
+  /** Attempts in flight per endpoint, so one slow receiver cannot take every slot. */
+  perEndpoint?: number;
+  /** Schedules the retry of `deliveryId` at `at` (an Agenda job); called after the failure is committed. */
+  scheduleRetry?: (deliveryId: string, at: Date) => Promise<void>;
+}
+
+interface Claimed {
+  /** This claim's token: only its holder records the outcome. */
+  token: string;
+  id: string;
+  endpoint_id: string;
+  event_type: string;
+  attempt_count: number;
+  retry_step: number;
+  url: string;
+  secret_sealed: string;
+  payload: Record<string, unknown>;
+}
+
+export interface AttemptOutcome {
+  attemptedAt: Date;
+  trigger: AttemptTrigger;
+  statusCode: number | null;
+  latencyMs: number;
+  errorCode: string | null;
+  error: string | null;
+  /** The delivery's state after the attempt. */
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+}
+
+const CLAIM_BATCH_MAX = 100;
+// The fan-out of this process wakes the loop; the poll finds work made by other processes and overdue retries.
+const IDLE_POLL_MS = 1000;
+/** Columns every claim returns: the delivery, its endpoint's URL and secret, and the event payload. */
+const CLAIM_RETURNING = `d.id, d.endpoint_id, d.event_type, d.attempt_count, d.retry_step, e.url, e.secret_sealed, ev.payload`;
+
+export class WebhookDeliverer {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private waitingForRoom = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly perEndpointInFlight = new Map<string, number>();
+  private readonly concurrency: number;
+  private readonly perEndpoint: number;
+  private readonly schedule: readonly number[];
+  /** How long a claim holds: longer than any attempt can take, so only a crash lets it expire. */
+  private readonly lockMs: number;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly logger: Logger,
+    private readonly options: WebhookDelivererOptions,
+  ) {
+    this.concurrency = options.concurrency ?? 128;
+    this.perEndpoint = Math.min(options.perEndpoint ?? 32, this.concurrency);
+    this.schedule = options.retryScheduleMs ?? RETRY_SCHEDULE_MS;
+    this.lockMs = options.timeoutMs + 30 * SECOND;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming and waits for the attempts in flight; nothing claimed is left unrecorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loop;
+    await Promise.all(this.inFlight);
+  }
+
+  /** New deliveries exist (fan-out, resend): look now rather than at the next poll. */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /**
+   * The Agenda retry job's entry point: attempts `deliveryId` if it is still pending, due and not
+   * claimed elsewhere; otherwise (succeeded meanwhile, resent, taken by the loop) does nothing.
+   */
+  async attemptDue(deliveryId: string): Promise<AttemptOutcome | undefined> {
+    const token = randomUUID();
+    const [claimed] = await this.claimed(
+      token,
+      `UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $3
+         FROM webhook_endpoints e, events ev
+        WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
+          AND (d.locked_until IS NULL OR d.locked_until < now())
+          AND e.id = d.endpoint_id AND ev.id = d.event_id
+        RETURNING ${CLAIM_RETURNING}`,
+      [deliveryId, String(this.lockMs), token],
+    );
+    return claimed ? this.attempt(claimed) : undefined;
+  }
+
+  /**
+   * Runs a claiming statement. When its answer is lost (the statement may have committed), the
+   * claim is released at once rather than left to expire, so the deliveries are not held up.
+   */
+  private async claimed(token: string, sql: string, params: unknown[]): Promise<Claimed[]> {
+    try {
+      return (await rows<Omit<Claimed, "token">>(this.db, sql, params)).map((c) => ({ ...c, token }));
+    } catch (err) {
+      await this.db
+        .query(`UPDATE webhook_deliveries SET locked_until = NULL, claim_token = NULL WHERE claim_token = $1`, [token])
+        .catch((releaseErr: unknown) => this.logger.warn({ err: releaseErr }, "webhook claim not released; it will expire"));
+      throw err;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const room = this.concurrency - this.inFlight.size;
+      if (room < Math.max(1, Math.floor(this.concurrency / 4))) {
+        this.waitingForRoom = true;
+        await this.idle();
+        continue;
+      }
+      let claimed: Claimed[] = [];
+      try {
+        claimed = await this.claim(Math.min(room, CLAIM_BATCH_MAX));
+      } catch (err) {
+        this.logger.error({ err }, "webhook delivery claim failed");
+      }
+      for (const c of claimed) this.track(c);
+      if (claimed.length < Math.min(room, CLAIM_BATCH_MAX)) await this.idle();
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        this.waitingForRoom = false;
+        resolve();
+      };
+      const timer = setTimeout(done, IDLE_POLL_MS);
+      this.wakeUp = done;
+    });
+  }
+
+  /**
+   * First attempts and resends (retry_step 0) that are due, plus retries whose Agenda job is
+   * overdue, skipping endpoints that already have their share of attempts in flight here.
+   */
+  private async claim(limit: number): Promise<Claimed[]> {
+    const saturated = [...this.perEndpointInFlight].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id);
+    const token = randomUUID();
+    return this.claimed(
+      token,
+      `WITH c AS (
+         SELECT id FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at <= now()
+            AND (locked_until IS NULL OR locked_until < now())
+            AND (retry_step = 0 OR next_attempt_at < now() - ($3 || ' milliseconds')::interval)
+            AND endpoint_id <> ALL($4::text[])
+          ORDER BY next_attempt_at
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $5
+         FROM c, webhook_endpoints e, events ev
+        WHERE d.id = c.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+        RETURNING ${CLAIM_RETURNING}`,
+      [limit, String(this.lockMs), String(RETRY_RESCUE_MS), saturated, token],
+    );
+  }
+
+  private track(c: Claimed): void {
+    this.perEndpointInFlight.set(c.endpoint_id, (this.perEndpointInFlight.get(c.endpoint_id) ?? 0) + 1);
+    const p = this.attempt(c)
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.error({ err, delivery_id: c.id }, "webhook attempt could not be recorded; its claim will expire and it will be retried"))
+      .finally(() => {
+        this.inFlight.delete(p);
+        const left = (this.perEndpointInFlight.get(c.endpoint_id) ?? 1) - 1;
+        if (left > 0) this.perEndpointInFlight.set(c.endpoint_id, left);
+        else this.perEndpointInFlight.delete(c.endpoint_id);
+        // Claim again once a useful batch fits (not after every single attempt): when a quarter
+        // of the slots is free, or a saturated endpoint has half its share free.
+        const roomFreed = this.waitingForRoom && this.inFlight.size <= this.concurrency - Math.max(1, Math.floor(this.concurrency / 4));
+        const endpointFreed = left === Math.floor(this.perEndpoint / 2);
+        if (roomFreed || endpointFreed) this.wake();
+      });
+    this.inFlight.add(p);
+  }
+
+  /** Makes one attempt for a claimed delivery and records it with the delivery's next state. */
+  private async attempt(c: Claimed): Promise<AttemptOutcome> {
+    const trigger: AttemptTrigger = c.retry_step > 0 ? "retry" : c.attempt_count > 0 ? "manual" : "initial";
+    const attemptedAt = new Date();
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let errorCode: string | null = null;
+    let error: string | null = null;
+    try {
+      const body = payloadBody(c.payload);
+      const secret = decrypt(this.options.secretKey, c.secret_sealed);
+      const headers = deliveryHeaders(secret, { id: String(c.payload.id), type: c.event_type }, body);
+      const result = await deliverWebhook(
+        c.url,
+        { allowPrivate: this.options.allowPrivate, ...(this.options.lookup ? { lookup: this.options.lookup } : {}) },
+        { headers, body, timeoutMs: this.options.timeoutMs },
+      );
+      statusCode = result.status;
+      if (result.status < 200 || result.status > 299) {
+        errorCode = "http_status";
+        error = result.status >= 300 && result.status < 400 ? `HTTP ${result.status} (redirects are not followed)` : `HTTP ${result.status}`;
+      }
+    } catch (err) {
+      if (err instanceof WebhookDeliveryError) {
+        errorCode = err.reason;
+        // The request's own timer counts what is left after the lookup; the budget is the setting.
+        error = err.reason === "timeout" && err.message.startsWith("no response") ? `no response within ${this.options.timeoutMs} ms` : err.message;
+      } else {
+        errorCode = "internal";
+        error = "the gateway could not make the attempt";
+        this.logger.error({ err, delivery_id: c.id }, "webhook attempt failed inside the gateway");
+      }
+    }
+    const latencyMs = Math.round(performance.now() - started);
+    let status: DeliveryStatus = "succeeded";
+    let nextAttemptAt: Date | null = null;
+    let retryStep = c.retry_step;
+    if (errorCode !== null) {
+      retryStep = c.retry_step + 1;
+      const delay = retryDelayMs(retryStep, this.schedule);
+      if (delay === undefined) status = "failed";
+      else {
+        status = "pending";
+        nextAttemptAt = new Date(Date.now() + delay);
+      }
+    }
+    const outcome: AttemptOutcome = { attemptedAt, trigger, statusCode, latencyMs, errorCode, error, status, nextAttemptAt };
+    // Recording is idempotent (it needs the claim token, which it clears), so a lost answer is
+    // simply recorded again; only if that fails too is the claim left to expire and the event
+    // delivered once more.
+    const recorded = await this.record(c, outcome, retryStep).catch(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return this.record(c, outcome, retryStep);
+    });
+    if (recorded === "pending" && nextAttemptAt && this.options.scheduleRetry) {
+      await this.options.scheduleRetry(c.id, nextAttemptAt).catch((err: unknown) =>
+        this.logger.warn({ err, delivery_id: c.id }, "webhook retry job not created; the worker loop will take the retry when it is overdue"),
+      );
+    }
+    return outcome;
+  }
+
+  /**
+   * Writes the attempt and the delivery's next state in one statement, if this claim still holds
+   * the delivery; answers the delivery's status then (undefined: not ours any more). A delivery
+   * canceled meanwhile (its endpoint deleted) keeps that state; the attempt is still recorded.
+   */
+  private async record(c: Claimed, o: AttemptOutcome, retryStep: number): Promise<DeliveryStatus | undefined> {
+    const [row] = await rows<{ status: DeliveryStatus }>(
+      this.db,
+      `WITH d AS (
+         UPDATE webhook_deliveries SET
+                attempt_count = attempt_count + 1, locked_until = NULL, claim_token = NULL, last_status_code = $4, last_error = $7,
+                status = CASE WHEN status = 'pending' THEN $8 ELSE status END,
+                retry_step = CASE WHEN status = 'pending' THEN $9 ELSE retry_step END,
+                next_attempt_at = CASE WHEN status = 'pending' THEN $10::timestamptz ELSE next_attempt_at END,
+                completed_at = CASE WHEN status = 'pending' AND $8 <> 'pending' THEN now() ELSE completed_at END
+          WHERE id = $1 AND claim_token = $11
+          RETURNING id, status
+       ), a AS (
+         INSERT INTO webhook_attempts (delivery_id, attempted_at, trigger, status_code, latency_ms, error_code, error)
+         SELECT id, $2, $3, $4, $5, $6, $7 FROM d
+       )
+       SELECT status FROM d`,
+      [c.id, o.attemptedAt, o.trigger, o.statusCode, o.latencyMs, o.errorCode, o.error, o.status, retryStep, o.nextAttemptAt, c.token],
+    );
+    return row?.status;
+  }
+}

@@ -1,0 +1,31 @@
+// Usage counters: one row per workspace, UTC day and shard. A random shard per write keeps
+// concurrent sends of one workspace off a single hot row; readers sum the shards.
+import type { EntityManager } from "typeorm";
+
+export const USAGE_SHARDS = 16;
+
+export function usageShard(): number {
+  return Math.floor(Math.random() * USAGE_SHARDS);
+}
+
+/** SQL fragment (for a CTE) that counts one message; parameters: workspace id, shard. */
+export function usageIncrementSql(direction: "outbound" | "inbound", workspaceParam: string, shardParam: string): string {
+  const column = direction === "outbound" ? "messages_outbound" : "messages_inbound";
+  return `INSERT INTO usage_daily (workspace_id, day, shard, ${column})
+          VALUES (${workspaceParam}, (now() AT TIME ZONE 'UTC')::date, ${shardParam}, 1)
+          ON CONFLICT (workspace_id, day, shard) DO UPDATE SET ${column} = usage_daily.${column} + 1`;
+}
+
+export async function countMessage(em: EntityManager, workspaceId: string, direction: "outbound" | "inbound"): Promise<void> {
+  await em.query(usageIncrementSql(direction, "$1", "$2"), [workspaceId, usageShard()]);
+}
+
+/** Outbound messages this UTC calendar month. */
+export async function messagesThisMonth(em: EntityManager, workspaceId: string): Promise<number> {
+  const [row] = (await em.query(
+    `SELECT COALESCE(sum(messages_outbound), 0)::int AS n FROM usage_daily
+      WHERE workspace_id = $1 AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+    [workspaceId],
+  )) as { n: number }[];
+  return row?.n ?? 0;
+}

@@ -1,0 +1,657 @@
+// Reading messages over HTTP: the cursor-paginated list, one message with its timeline, the CSV
+// export and the number check. Rows are seeded with SQL (the read side does not depend on the
+// send path), with created_at chosen to the microsecond so that ties and sub-millisecond
+// neighbours are exercised.
+import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import { expect } from "chai";
+import type { DataSource } from "typeorm";
+import { expectOk, listAllMessages, paginate } from "../sdk/src/index.js";
+import type { Engine, EngineConnection, NumberCheck } from "../server/engines/engine.js";
+import { newId } from "../server/ids.js";
+import { EXPORT_COLUMNS, exportCounters, openMessagesCsv } from "../server/messages/export.js";
+import { testEnv } from "./setup.js";
+import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
+
+const db = (): DataSource => testEnv().gateway.ctx.db;
+
+interface SeedConnection {
+  id: string;
+  slug: string;
+}
+
+async function insertConnection(
+  workspaceId: string,
+  options: { slug?: string; state?: string; transport?: string; phone?: string | null; deleted?: boolean } = {},
+): Promise<SeedConnection> {
+  const id = newId("con");
+  const slug = options.slug ?? `c-${randomBytes(4).toString("hex")}`;
+  await db().query(
+    `INSERT INTO connections (id, workspace_id, slug, state, linked, phone, transport, callback_nonce, callback_token_digest, deleted_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [
+      id,
+      workspaceId,
+      slug,
+      options.deleted ? "deleted" : (options.state ?? "connected"),
+      options.state === "connected",
+      options.phone === undefined ? "+15550009999" : options.phone,
+      options.transport ?? "sandbox",
+      randomBytes(8).toString("hex"),
+      randomBytes(32),
+      options.deleted ? new Date() : null,
+    ],
+  );
+  return { id, slug };
+}
+
+interface SeedMessage {
+  id?: string;
+  createdAt: string;
+  status?: string;
+  direction?: "inbound" | "outbound";
+  recipient?: unknown;
+  sender?: string | null;
+  body?: string | null;
+  media?: unknown;
+  context?: unknown;
+  metadata?: unknown;
+  providerMessageId?: string | null;
+  errorCode?: string | null;
+  sendAt?: string | null;
+}
+
+async function insertMessage(workspaceId: string, connection: SeedConnection, m: SeedMessage): Promise<string> {
+  const id = m.id ?? newId("msg");
+  await db().query(
+    `INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, context, metadata,
+                           provider_message_id, error_code, send_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb, $12, $13, $14::timestamptz, $15::timestamptz, $15::timestamptz)`,
+    [
+      id,
+      workspaceId,
+      connection.id,
+      m.direction ?? "outbound",
+      m.status ?? "queued",
+      JSON.stringify(m.recipient ?? "+15550001111"),
+      m.sender ?? null,
+      m.body === undefined ? "hello" : m.body,
+      m.media === undefined ? null : JSON.stringify(m.media),
+      m.context === undefined ? null : JSON.stringify(m.context),
+      m.metadata === undefined ? null : JSON.stringify(m.metadata),
+      m.providerMessageId ?? null,
+      m.errorCode ?? null,
+      m.sendAt ?? null,
+      m.createdAt,
+    ],
+  );
+  return id;
+}
+
+/** An instant `secondsAgo` before now plus `micros` microseconds, to the microsecond. */
+function instant(secondsAgo: number, micros = 0): string {
+  const base = Math.floor(Date.now() / 1000) * 1000 - secondsAgo * 1000;
+  return `${new Date(base).toISOString().slice(0, 19)}.${String(micros).padStart(6, "0")}Z`;
+}
+
+/** Newest first, ties by id: the order the API promises. Instants share one format, so strings compare. */
+function newestFirst<T extends { createdAt: string; id: string }>(rows: T[]): T[] {
+  return [...rows].sort((a, b) => (a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/** RFC 4180 records (quoted fields, doubled quotes, CRLF). */
+function parseCsv(text: string): string[][] {
+  const records: string[][] = [];
+  let field = "";
+  let record: string[] = [];
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ",") {
+      record.push(field);
+      field = "";
+    } else if (ch === "\r" && text[i + 1] === "\n") {
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = "";
+      i++;
+    } else field += ch;
+  }
+  if (field !== "" || record.length) records.push([...record, field]);
+  return records;
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+
+async function exportCsv(key: string, query = "") {
+  const res = await http("GET", `/v1/messages/export${query}`, { headers: auth(key) });
+  return { ...res, records: res.status === 200 ? parseCsv(res.text) : [] };
+}
+
+describe("reading messages", () => {
+  let ws: TestWorkspace;
+  let reader: { key: string; client: Client };
+  let main: SeedConnection;
+  let other: SeedConnection;
+  /** Every message seeded in `ws`, with what the tests check. */
+  const seeded: { id: string; createdAt: string; connection: string; status: string; direction: string }[] = [];
+
+  before(async function () {
+    this.timeout(60_000);
+    ws = await newWorkspace();
+    reader = await ws.key(["messages:read"]);
+    main = await insertConnection(ws.id, { slug: `main-${randomBytes(3).toString("hex")}` });
+    other = await insertConnection(ws.id, { slug: `other-${randomBytes(3).toString("hex")}`, phone: null });
+    const statuses = ["queued", "sent", "delivered", "read", "failed"];
+    // 40 rows: 10 share one instant exactly, 10 more sit within one millisecond (microseconds
+    // apart), the rest are a second apart; two connections, both directions, five statuses.
+    for (let i = 0; i < 40; i++) {
+      const createdAt = i < 10 ? instant(100) : i < 20 ? instant(200, 123_000 + i) : instant(300 + i);
+      const connection = i % 3 === 0 ? other : main;
+      const status = statuses[i % statuses.length]!;
+      const direction = i % 4 === 0 ? "inbound" : "outbound";
+      const id = await insertMessage(ws.id, connection, { createdAt, status, direction, sender: direction === "inbound" ? "+15550002222" : null });
+      seeded.push({ id, createdAt, connection: connection.slug, status, direction });
+    }
+  });
+
+  describe("GET /v1/messages", () => {
+    it("answers a page of the default size 25, newest first, with a cursor", async () => {
+      const page = await expectOk(reader.client.messages.list({ query: {} }));
+      expect(page.data).to.have.length(25);
+      expect(page.data.map((m) => m.id)).to.deep.equal(newestFirst(seeded).slice(0, 25).map((m) => m.id));
+      expect(page.next_cursor).to.be.a("string");
+      expect(page.data[0]).to.include({ object: "message", connection: seeded.find((s) => s.id === page.data[0]!.id)!.connection });
+    });
+
+    it("accepts limit 1 and 100, refuses 0, 101 and non-integers with 400", async () => {
+      expect((await expectOk(reader.client.messages.list({ query: { limit: 1 } }))).data).to.have.length(1);
+      const all = await expectOk(reader.client.messages.list({ query: { limit: 100 } }));
+      expect(all.data).to.have.length(40);
+      expect(all.next_cursor).to.equal(null);
+      for (const limit of ["0", "101", "2.5", "-1", "x"]) {
+        const res = await http("GET", `/v1/messages?limit=${limit}`, { headers: auth(reader.key) });
+        expect(res.status, `limit=${limit}`).to.equal(400);
+        expect(res.json.code).to.equal("validation_failed");
+      }
+    });
+
+    it("walks every row newest first across pages: no duplicate, no gap, ties broken by id, null cursor at the end", async () => {
+      for (const limit of [1, 3, 7, 10, 39, 40]) {
+        const ids: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        for (;;) {
+          const page = await expectOk(reader.client.messages.list({ query: { limit, ...(cursor !== undefined && { cursor }) } }));
+          pages++;
+          expect(page.data.length).to.be.at.most(limit);
+          ids.push(...page.data.map((m) => m.id));
+          if (page.next_cursor === null) break;
+          expect(page.data).to.have.length(limit);
+          cursor = page.next_cursor;
+        }
+        expect(ids, `limit ${limit}`).to.deep.equal(newestFirst(seeded).map((m) => m.id));
+        expect(pages).to.equal(Math.ceil(40 / limit));
+      }
+    });
+
+    it("sees rows created after the first page only on a new listing, never mid-walk", async () => {
+      const first = await expectOk(reader.client.messages.list({ query: { limit: 5 } }));
+      const newer = await insertMessage(ws.id, main, { createdAt: instant(0, 999_999), status: "queued" });
+      try {
+        const rest = await collect(paginate((cursor) => expectOk(reader.client.messages.list({ query: { limit: 5, cursor: cursor ?? first.next_cursor! } }))));
+        expect(rest.map((m) => m.id)).not.to.include(newer);
+        expect([...first.data, ...rest].map((m) => m.id)).to.deep.equal(newestFirst(seeded).map((m) => m.id));
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = $1`, [newer]);
+      }
+    });
+
+    it("filters by connection, status and direction, also across pages", async () => {
+      const cases: [Record<string, string>, (s: (typeof seeded)[number]) => boolean][] = [
+        [{ connection: other.slug }, (s) => s.connection === other.slug],
+        [{ status: "failed" }, (s) => s.status === "failed"],
+        [{ direction: "inbound" }, (s) => s.direction === "inbound"],
+        [{ connection: main.slug, status: "sent", direction: "outbound" }, (s) => s.connection === main.slug && s.status === "sent" && s.direction === "outbound"],
+      ];
+      for (const [filters, keep] of cases) {
+        const got = await collect(listAllMessages(reader.client, { ...filters, limit: 4 }));
+        const expected = newestFirst(seeded.filter(keep)).map((m) => m.id);
+        expect(expected.length, JSON.stringify(filters)).to.be.greaterThan(0);
+        expect(got.map((m) => m.id), JSON.stringify(filters)).to.deep.equal(expected);
+      }
+    });
+
+    it("answers an empty page for a connection slug that names no live connection", async () => {
+      const gone = await insertConnection(ws.id, { deleted: true });
+      await insertMessage(ws.id, gone, { createdAt: instant(50) });
+      for (const connection of ["no-such-connection", gone.slug]) {
+        const page = await expectOk(reader.client.messages.list({ query: { connection } }));
+        expect(page, connection).to.deep.equal({ data: [], next_cursor: null });
+      }
+      await db().query(`DELETE FROM messages WHERE connection_id = $1`, [gone.id]);
+    });
+
+    it("refuses an unknown status, direction or query parameter with 400", async () => {
+      for (const q of ["status=bogus", "direction=sideways", "offset=10", "connection=" + "x".repeat(41)]) {
+        const res = await http("GET", `/v1/messages?${q}`, { headers: auth(reader.key) });
+        expect(res.status, q).to.equal(400);
+        expect(res.json.code).to.equal("validation_failed");
+      }
+    });
+
+    it("refuses a cursor over 200 characters, a tampered one and one reused with other filters with 400", async () => {
+      const page = await expectOk(reader.client.messages.list({ query: { limit: 2, status: "queued" } }));
+      const cursor = page.next_cursor!;
+      expect(cursor.length).to.be.lessThan(200);
+      const at = Math.floor(cursor.length / 2);
+      const tampered = cursor.slice(0, at) + (cursor[at] === "A" ? "B" : "A") + cursor.slice(at + 1);
+      const cases: [string, RegExp][] = [
+        [`cursor=${"A".repeat(201)}&status=queued`, /cursor/],
+        [`cursor=${tampered}&status=queued`, /invalid cursor/],
+        [`cursor=${cursor}&status=sent`, /other filters/],
+        [`cursor=${cursor}`, /other filters/],
+        [`cursor=${cursor}&status=queued&direction=outbound`, /other filters/],
+        [`cursor=not-a-cursor&status=queued`, /invalid cursor/],
+      ];
+      for (const [q, detail] of cases) {
+        const res = await http("GET", `/v1/messages?${q}`, { headers: auth(reader.key) });
+        expect(res.status, q).to.equal(400);
+        expect(res.json.code).to.equal("validation_failed");
+        expect(String(res.json.detail), q).to.match(detail);
+      }
+      // The same cursor with the same filters still works, and limit may change between pages.
+      const next = await expectOk(reader.client.messages.list({ query: { limit: 5, status: "queued", cursor } }));
+      expect(next.data.every((m) => m.status === "queued")).to.equal(true);
+    });
+
+    it("walks every page with the SDK's listAllMessages", async () => {
+      const all = await collect(listAllMessages(reader.client, { limit: 6 }));
+      expect(all.map((m) => m.id)).to.deep.equal(newestFirst(seeded).map((m) => m.id));
+    });
+  });
+
+  describe("GET /v1/messages/{id}", () => {
+    it("answers the message in the contract shape with its timeline in order", async () => {
+      const id = await insertMessage(ws.id, main, {
+        createdAt: instant(10),
+        status: "failed",
+        recipient: { group: "120363000000000000@g.us" },
+        body: "hi there",
+        media: { url: "https://example.com/a.png", kind: "image" },
+        context: { order: 7 },
+        providerMessageId: "prov-1",
+        errorCode: "engine_rejected",
+      });
+      try {
+        await db().query(
+          `INSERT INTO message_timeline (message_id, status, at, detail) VALUES
+             ($1, 'accepted', now() - interval '3 seconds', NULL),
+             ($1, 'queued', now() - interval '2 seconds', NULL),
+             ($1, 'failed', now() - interval '1 second', 'engine_rejected: no such number')`,
+          [id],
+        );
+        const m = await expectOk(reader.client.messages.get({ params: { id } }));
+        expect(m).to.include({ id, object: "message", connection: main.slug, direction: "outbound", status: "failed", body: "hi there", from: "+15550009999" });
+        expect(m.to).to.deep.equal({ group: "120363000000000000@g.us" });
+        expect(m.media).to.deep.equal({ url: "https://example.com/a.png", kind: "image", mimetype: null, filename: null });
+        expect(m.context).to.deep.equal({ order: 7 });
+        expect(m.metadata).to.deep.equal({});
+        expect(m.error).to.deep.equal({ code: "engine_rejected", message: "" });
+        expect(m.timeline.map((t) => t.status)).to.deep.equal(["accepted", "queued", "failed"]);
+        expect(m.timeline[2]!.detail).to.equal("engine_rejected: no such number");
+        expect(Date.parse(m.timeline[0]!.at)).to.be.lessThan(Date.parse(m.timeline[2]!.at));
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
+      }
+    });
+
+    it("answers 404 not_found for an unknown id", async () => {
+      const res = await reader.client.messages.get({ params: { id: "msg_00000000000000000000000000" } });
+      expect(res.status).to.equal(404);
+      expect((res.body as { code: string }).code).to.equal("not_found");
+    });
+  });
+
+  describe("tenancy and scopes", () => {
+    let stranger: { key: string; client: Client };
+    before(async () => {
+      const ws2 = await newWorkspace();
+      stranger = await ws2.key(["messages:read"]);
+      const own = await insertConnection(ws2.id, { slug: main.slug }); // same slug, other workspace
+      await insertMessage(ws2.id, own, { createdAt: instant(5), body: "STRANGER-ROW" });
+    });
+
+    it("another workspace's key gets 404 on our message and never sees our rows in the list or the export", async () => {
+      const res = await stranger.client.messages.get({ params: { id: seeded[0]!.id } });
+      expect(res.status).to.equal(404);
+      const theirs = await collect(listAllMessages(stranger.client, { limit: 100 }));
+      expect(theirs).to.have.length(1);
+      expect(seeded.map((s) => s.id)).not.to.include(theirs[0]!.id);
+      const ours = await collect(listAllMessages(reader.client, { connection: main.slug, limit: 100 }));
+      expect(ours.map((m) => m.id)).not.to.include(theirs[0]!.id);
+      const csv = await exportCsv(stranger.key);
+      expect(csv.records.slice(1).map((r) => r[0])).to.deep.equal([theirs[0]!.id]);
+      const ourCsv = await exportCsv(reader.key);
+      expect(ourCsv.records.map((r) => r[0])).not.to.include(theirs[0]!.id);
+    });
+
+    it("refuses a key without messages:read with 403 on every read route, and no key with 401", async () => {
+      const writer = await ws.key(["messages:write", "connections:read"]);
+      const paths = ["/v1/messages", `/v1/messages/${seeded[0]!.id}`, "/v1/messages/export", `/v1/numbers/check?phone=%2B15550001111&connection=${main.slug}`];
+      for (const path of paths) {
+        const res = await http("GET", path, { headers: auth(writer.key) });
+        expect(res.status, path).to.equal(403);
+        expect(res.json.code).to.equal("insufficient_scope");
+        expect((await http("GET", path)).status, path).to.equal(401);
+      }
+    });
+  });
+
+  describe("GET /v1/messages/export", () => {
+    it("streams a CSV with a header row and one row per message, newest first, as an attachment", async () => {
+      const res = await exportCsv(reader.key);
+      expect(res.status).to.equal(200);
+      expect(res.headers.get("content-type")).to.equal("text/csv; charset=utf-8");
+      expect(res.headers.get("content-disposition")).to.equal(`attachment; filename="messages-${new Date().toISOString().slice(0, 10)}.csv"`);
+      expect(res.headers.get("cache-control")).to.equal("no-store");
+      expect(res.records[0]).to.deep.equal([...EXPORT_COLUMNS]);
+      expect(res.records.slice(1).map((r) => r[0])).to.deep.equal(newestFirst(seeded).map((m) => m.id));
+      const byId = new Map(res.records.slice(1).map((r) => [r[0], Object.fromEntries(EXPORT_COLUMNS.map((c, i) => [c, r[i]]))]));
+      const inbound = seeded.find((s) => s.direction === "inbound")!;
+      expect(byId.get(inbound.id)).to.include({ direction: "inbound", from: "+15550002222", to: "+15550001111", connection: inbound.connection, status: inbound.status });
+      const outboundMain = seeded.find((s) => s.direction === "outbound" && s.connection === main.slug)!;
+      // Outbound rows show the linked number as `from`, like the JSON view.
+      expect(byId.get(outboundMain.id)).to.include({ from: "+15550009999", send_at: "", provider_message_id: "", error_code: "" });
+      const row = byId.get(seeded[0]!.id)!;
+      expect(row.created_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      expect(row.created_at).to.equal(new Date(seeded[0]!.createdAt).toISOString());
+    });
+
+    it("answers just the header row when nothing matches", async () => {
+      const res = await exportCsv(reader.key, "?connection=no-such-connection");
+      expect(res.status).to.equal(200);
+      expect(res.records).to.deep.equal([[...EXPORT_COLUMNS]]);
+    });
+
+    it("never exports bodies, media, context or metadata", async () => {
+      const marker = `MARKER-${randomBytes(6).toString("hex")}`;
+      const id = await insertMessage(ws.id, main, {
+        createdAt: instant(1),
+        body: `${marker}-body`,
+        media: { url: `https://example.com/${marker}.png` },
+        context: { note: `${marker}-context` },
+        metadata: { ref: `${marker}-metadata` },
+      });
+      try {
+        const res = await exportCsv(reader.key);
+        expect(res.records.map((r) => r[0])).to.include(id);
+        expect(res.text).not.to.include(marker);
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
+      }
+    });
+
+    it("accepts days 1 and 365, refuses 0 and 366; a row two days old is outside days=1", async () => {
+      const old = await insertMessage(ws.id, main, { createdAt: instant(2 * 86_400) });
+      const recent = await insertMessage(ws.id, main, { createdAt: instant(86_400 - 120) });
+      try {
+        const one = await exportCsv(reader.key, "?days=1");
+        expect(one.status).to.equal(200);
+        const ids = one.records.map((r) => r[0]);
+        expect(ids).to.include(recent);
+        expect(ids).not.to.include(old);
+        const three = await exportCsv(reader.key, "?days=3");
+        expect(three.records.map((r) => r[0])).to.include(old);
+        expect((await exportCsv(reader.key, "?days=365")).status).to.equal(200);
+        // Default 30 days.
+        expect((await exportCsv(reader.key)).records.map((r) => r[0])).to.include(old);
+        for (const days of ["0", "366", "1.5", "x"]) {
+          const res = await exportCsv(reader.key, `?days=${days}`);
+          expect(res.status, `days=${days}`).to.equal(400);
+          expect(res.json.code).to.equal("validation_failed");
+        }
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = ANY($1)`, [[old, recent]]);
+      }
+    });
+
+    it("filters by connection, status and direction; an unknown status of 1-20 characters exports no rows, 21 is refused", async () => {
+      const byConnection = await exportCsv(reader.key, `?connection=${other.slug}&direction=outbound`);
+      expect(byConnection.records.slice(1).map((r) => r[0])).to.deep.equal(
+        newestFirst(seeded.filter((s) => s.connection === other.slug && s.direction === "outbound")).map((s) => s.id),
+      );
+      const byStatus = await exportCsv(reader.key, "?status=delivered");
+      expect(byStatus.records.slice(1).map((r) => r[0])).to.deep.equal(newestFirst(seeded.filter((s) => s.status === "delivered")).map((s) => s.id));
+      const unknown = await exportCsv(reader.key, `?status=${"s".repeat(20)}`);
+      expect(unknown.status).to.equal(200);
+      expect(unknown.records).to.have.length(1);
+      expect((await exportCsv(reader.key, `?status=${"s".repeat(21)}`)).status).to.equal(400);
+      expect((await exportCsv(reader.key, `?status=`)).status).to.equal(400);
+      expect((await exportCsv(reader.key, `?direction=up`)).status).to.equal(400);
+      expect((await exportCsv(reader.key, `?limit=5`)).status).to.equal(400);
+    });
+
+    it("neutralizes cells a spreadsheet would run as formulas, leaving phone numbers intact", async () => {
+      const id = await insertMessage(ws.id, main, {
+        createdAt: instant(2),
+        direction: "inbound",
+        recipient: "=HYPERLINK(\"http://evil.example\",\"x\")",
+        sender: "@SUM(1+1)*cmd|' /C calc'!A0",
+        providerMessageId: "-2+3",
+        errorCode: "\tsneaky",
+      });
+      try {
+        const res = await exportCsv(reader.key);
+        const row = res.records.find((r) => r[0] === id)!;
+        const cell = (c: (typeof EXPORT_COLUMNS)[number]) => row[EXPORT_COLUMNS.indexOf(c)];
+        expect(cell("to")).to.equal("'=HYPERLINK(\"http://evil.example\",\"x\")");
+        expect(cell("from")).to.equal("'@SUM(1+1)*cmd|' /C calc'!A0");
+        expect(cell("provider_message_id")).to.equal("'-2+3");
+        expect(cell("error_code")).to.equal("'\tsneaky");
+        const phone = res.records.find((r) => r[0] === seeded.find((s) => s.direction === "inbound")!.id)!;
+        expect(phone[EXPORT_COLUMNS.indexOf("from")]).to.equal("+15550002222");
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
+      }
+    });
+  });
+
+  describe("streaming the export", () => {
+    let big: TestWorkspace;
+    let bigKey: string;
+    const ROWS = 30_000;
+
+    before(async function () {
+      this.timeout(120_000);
+      big = await newWorkspace();
+      bigKey = (await big.key(["messages:read"])).key;
+      const connection = await insertConnection(big.id);
+      await db().query(
+        `INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, body, created_at, updated_at)
+         SELECT 'msg_' || lpad(g::text, 26, '0'), $1, $2, 'outbound', 'sent', '"+15550001111"'::jsonb, 'body',
+                now() - g * interval '1 second', now() - g * interval '1 second'
+           FROM generate_series(1, $3) g`,
+        [big.id, connection.id, ROWS],
+      );
+    });
+
+    it("exports every row of a large workspace exactly once", async function () {
+      this.timeout(60_000);
+      const res = await exportCsv(bigKey, "?days=1");
+      expect(res.status).to.equal(200);
+      expect(res.records).to.have.length(ROWS + 1);
+      const ids = res.records.slice(1).map((r) => r[0]);
+      expect(new Set(ids).size).to.equal(ROWS);
+      expect(ids[0]).to.equal(`msg_${"1".padStart(26, "0")}`);
+      expect(ids[ROWS - 1]).to.equal(`msg_${String(ROWS).padStart(26, "0")}`);
+    });
+
+    it("reads only as fast as the client does, and stops reading when the client goes away", async function () {
+      this.timeout(60_000);
+      const before = exportCounters();
+      const url = new URL(`${testEnv().baseUrl}/v1/messages/export?days=1`);
+      const { firstChunk, destroy } = await new Promise<{ firstChunk: string; destroy: () => void }>((resolve, reject) => {
+        const req = httpRequest(url, { headers: auth(bigKey) }, (res) => {
+          res.once("data", (chunk: Buffer) => {
+            res.pause();
+            resolve({ firstChunk: chunk.toString("utf8"), destroy: () => req.destroy() });
+          });
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      expect(firstChunk.startsWith(EXPORT_COLUMNS.join(","))).to.equal(true);
+      // The client does not read: the server fills the socket buffers and then waits, still reading.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(exportCounters().reading, "the export should be waiting for the client").to.equal(before.reading + 1);
+      expect(exportCounters().completed).to.equal(before.completed);
+      // A stalled download holds no connection or transaction: the database serves everyone else
+      // (on the embedded database, one backend, a long-lived cursor would stop every query).
+      const t0 = Date.now();
+      const other = await http("GET", "/v1/messages?limit=5", { headers: auth(bigKey) });
+      expect(other.status).to.equal(200);
+      expect(Date.now() - t0).to.be.lessThan(5000);
+      destroy();
+      const deadline = Date.now() + 10_000;
+      while (exportCounters().reading !== before.reading && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(exportCounters()).to.deep.equal({ ...before, abandoned: before.abandoned + 1 });
+      // The gateway serves on, and the connection pool is whole.
+      const again = await exportCsv(bigKey, "?days=1&status=none");
+      expect(again.status).to.equal(200);
+    });
+
+    it("stops querying once the stream is destroyed", async () => {
+      let queries = 0;
+      const counting = new Proxy(db(), {
+        get(target, prop, receiver) {
+          if (prop === "query") {
+            return (...args: Parameters<DataSource["query"]>) => {
+              queries++;
+              return target.query(...args);
+            };
+          }
+          return Reflect.get(target, prop, receiver);
+        },
+      });
+      const csv = await openMessagesCsv(counting, big.id, { days: 1 }, { batchSize: 10 });
+      // Window + first batch before the stream exists.
+      expect(queries).to.equal(2);
+      const first: string = await new Promise((resolve) => csv.once("data", (chunk: Buffer) => resolve(chunk.toString())));
+      expect(first).to.match(/^id,created_at/);
+      csv.destroy();
+      await new Promise((r) => setTimeout(r, 200));
+      const after = queries;
+      // What the stream buffers ahead is a few batches, not the 3,000 of the whole export.
+      expect(after).to.be.lessThan(30);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(queries).to.equal(after);
+    });
+    it("fails the stream, not silently ends it, when a later batch cannot be read", async () => {
+      let queries = 0;
+      const failing = new Proxy(db(), {
+        get(target, prop, receiver) {
+          if (prop === "query") {
+            return (...args: Parameters<DataSource["query"]>) => (++queries >= 4 ? Promise.reject(new Error("database went away")) : target.query(...args));
+          }
+          return Reflect.get(target, prop, receiver);
+        },
+      });
+      const before = exportCounters();
+      const csv = await openMessagesCsv(failing, big.id, { days: 1 }, { batchSize: 10 });
+      const outcome = await new Promise<string>((resolve) => {
+        csv.on("data", () => undefined);
+        csv.once("end", () => resolve("ended"));
+        csv.once("error", (err) => resolve(`error: ${err.message}`));
+      });
+      expect(outcome).to.equal("error: database went away");
+      expect(exportCounters()).to.deep.equal({ ...before, abandoned: before.abandoned + 1 });
+    });
+  });
+
+  describe("GET /v1/numbers/check", () => {
+    const calls: { connection: EngineConnection; phone: string }[] = [];
+    const engineName = `fake-${randomBytes(3).toString("hex")}`;
+    const fake: Engine = {
+      name: engineName,
+      async startPairing() {
+        return { payload: "x" };
+      },
+      async send() {
+        return { providerMessageId: "p" };
+      },
+      async checkNumber(connection, phone): Promise<NumberCheck> {
+        calls.push({ connection, phone });
+        if (phone === "+15550000666") throw new Error("engine exploded");
+        if (phone === "+15550000777") return { checked: false, onNetwork: null };
+        return { checked: true, onNetwork: phone !== "+15550000000" };
+      },
+      async logout() {},
+      async stop() {},
+      async start() {},
+    };
+    let connected: SeedConnection;
+    let notConnected: SeedConnection;
+    let noEngine: SeedConnection;
+
+    before(async () => {
+      testEnv().gateway.ctx.engines.register(fake);
+      connected = await insertConnection(ws.id, { transport: engineName, state: "connected" });
+      notConnected = await insertConnection(ws.id, { transport: engineName, state: "created", phone: null });
+      noEngine = await insertConnection(ws.id, { transport: "no-such-engine", state: "connected" });
+    });
+
+    const check = (phone: string, connection: string) => reader.client.messages.checkNumber({ query: { phone, connection } });
+
+    it("asks the connection's engine when the connection is connected", async () => {
+      expect(await expectOk(check("+15550001234", connected.slug))).to.deep.equal({ phone: "+15550001234", checked: true, on_network: true });
+      expect(await expectOk(check("+15550000000", connected.slug))).to.deep.equal({ phone: "+15550000000", checked: true, on_network: false });
+      expect(calls.at(-1)!.connection.id).to.equal(connected.id);
+      expect(calls.at(-1)!.connection.callbackUrl).to.include(`/v1/provider/${engineName}/`);
+    });
+
+    it("answers checked: false when the connection is not connected, the engine is missing, cannot say or fails", async () => {
+      const cannotSay = (phone: string) => ({ phone, checked: false, on_network: null });
+      const before = calls.length;
+      expect(await expectOk(check("+15550001234", notConnected.slug))).to.deep.equal(cannotSay("+15550001234"));
+      expect(calls.length, "a connection that is not connected is not asked").to.equal(before);
+      expect(await expectOk(check("+15550001234", noEngine.slug))).to.deep.equal(cannotSay("+15550001234"));
+      expect(await expectOk(check("+15550000777", connected.slug))).to.deep.equal(cannotSay("+15550000777"));
+      expect(await expectOk(check("+15550000666", connected.slug))).to.deep.equal(cannotSay("+15550000666"));
+    });
+
+    it("answers 404 for a connection slug that names no live connection of the workspace", async () => {
+      const gone = await insertConnection(ws.id, { transport: engineName, deleted: true });
+      const foreign = await newWorkspace();
+      const theirs = await insertConnection(foreign.id, { transport: engineName });
+      for (const slug of ["no-such-connection", gone.slug, theirs.slug]) {
+        const res = await check("+15550001234", slug);
+        expect(res.status, slug).to.equal(404);
+        expect((res.body as { code: string }).code).to.equal("not_found");
+      }
+    });
+
+    it("validates phone (5-40) and connection (1-40)", async () => {
+      for (const q of ["phone=1234&connection=a", `phone=${"1".repeat(41)}&connection=a`, "phone=12345", `phone=12345&connection=${"a".repeat(41)}`]) {
+        const res = await http("GET", `/v1/numbers/check?${q}`, { headers: auth(reader.key) });
+        expect(res.status, q).to.equal(400);
+      }
+      expect((await check("12345", connected.slug)).status).to.equal(200);
+      expect((await check("1".repeat(40), connected.slug)).status).to.equal(200);
+    });
+  });
+});

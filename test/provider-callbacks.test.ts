@@ -1,0 +1,205 @@
+// The transport callback, POST /v1/provider/{providerName}/{token}: authenticated by the
+// connection's callback token only, deduplicated on event_id, each report applied in one
+// transaction. Reports come both from the sandbox (the real path) and posted directly.
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import type { DataSource } from "typeorm";
+import { expectOk } from "../sdk/src/index.js";
+import { newId } from "../server/ids.js";
+import { testEnv } from "./setup.js";
+import { http, newWorkspace, type Client } from "./support/actors.js";
+import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { waitFor } from "./support/wait.js";
+
+const db = (): DataSource => testEnv().gateway.ctx.db;
+
+function eventId(): string {
+  return `evt-${randomBytes(8).toString("hex")}`;
+}
+
+async function setup(): Promise<{ client: Client; workspaceId: string; token: string; id: string; slug: string }> {
+  const ws = await newWorkspace();
+  const { client } = await ws.key(["connections:read", "connections:write"]);
+  const slug = `cb-${randomBytes(3).toString("hex")}`;
+  const created = await expectOk(client.connections.create({ body: { slug } }));
+  return { client, workspaceId: ws.id, token: created.callback_token, id: created.id, slug };
+}
+
+function post(token: string, body: unknown, provider = "sandbox") {
+  return http("POST", `/v1/provider/${provider}/${token}`, { body });
+}
+
+async function rows<T>(sql: string, params: unknown[]): Promise<T[]> {
+  return (await db().query(sql, params)) as T[];
+}
+
+async function insertOutbound(workspaceId: string, connectionId: string, status = "submitted"): Promise<string> {
+  const id = newId("msg");
+  await db().query(
+    `INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, body, provider_message_id)
+     VALUES ($1, $2, $3, 'outbound', $4, '"+15550002222"', 'hi', 'prov-1')`,
+    [id, workspaceId, connectionId, status],
+  );
+  return id;
+}
+
+function statusReport(messageId: string, status: string, extra: Record<string, unknown> = {}) {
+  return { type: "message.status", event_id: eventId(), message_id: messageId, status, timestamp: new Date().toISOString(), ...extra };
+}
+
+describe("provider callbacks", () => {
+  it("answers 404 for an unknown token, another provider's name or a deleted connection", async () => {
+    const c = await setup();
+    const report = { type: "connection.state", event_id: eventId(), state: "disconnected" };
+    expect((await post("not-a-token", report)).status).to.equal(404);
+    const wrongProvider = await post(c.token, report, "vendorx");
+    expect(wrongProvider.status).to.equal(404);
+    expect(wrongProvider.json.code).to.equal("not_found");
+    expect((await post(c.token, { ...report, event_id: eventId() })).status).to.equal(202);
+    await expectOk(c.client.connections.delete({ params: { connection: c.slug } }));
+    expect((await post(c.token, { ...report, event_id: eventId() })).status).to.equal(404);
+  });
+
+  it("answers 400 for a report that is not in the wire format", async () => {
+    const c = await setup();
+    const bad = [
+      { type: "connection.state", state: "connected" },
+      { type: "connection.state", event_id: eventId(), state: "confused" },
+      { type: "message.teleported", event_id: eventId() },
+      { type: "connection.state", event_id: eventId(), state: "connected", extra: 1 },
+      { type: "message.status", event_id: eventId(), message_id: "msg_x", status: "read", timestamp: "yesterday" },
+      { type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: "+1", timestamp: new Date().toISOString() },
+    ];
+    for (const body of bad) {
+      const res = await post(c.token, body);
+      expect(res.status, JSON.stringify(body)).to.equal(400);
+      expect(res.json.code).to.equal("validation_failed");
+    }
+  });
+
+  it("stores an inbound message from the sandbox with its timeline, a message.received event and the usage count", async () => {
+    const c = await setup();
+    const phone = uniquePhone();
+    await pairConnection(c.client, c.slug, phone);
+    const from = uniquePhone();
+    const sent = await sandbox("POST", "/inbound", { to: phone, from, body: "hello there", location: { latitude: 52.5, longitude: 13.4 } });
+    expect(sent.status).to.equal(202);
+    const [message] = await waitFor(
+      () => rows<Record<string, unknown>>(`SELECT * FROM messages WHERE connection_id = $1`, [c.id]),
+      (r) => r.length === 1,
+    );
+    expect(message).to.include({ direction: "inbound", status: "delivered", sender: from, body: "hello there", provider_message_id: sent.json.provider_message_id });
+    expect(message!.recipient).to.equal(phone);
+    expect(message!.location).to.deep.equal({ latitude: 52.5, longitude: 13.4 });
+    const timeline = await rows<{ status: string }>(`SELECT status FROM message_timeline WHERE message_id = $1`, [message!.id]);
+    expect(timeline.map((t) => t.status)).to.deep.equal(["delivered"]);
+    const [event] = await rows<{ payload: { type: string; connection: string; data: Record<string, unknown> } }>(
+      `SELECT payload FROM events WHERE connection_id = $1 AND type = 'message.received'`,
+      [c.id],
+    );
+    expect(event!.payload).to.include({ type: "message.received", connection: c.slug });
+    expect(event!.payload.data).to.include({ id: message!.id, object: "message", direction: "inbound", from, to: phone, body: "hello there", context_sensitivity: "normal" });
+    expect(event!.payload.data).to.deep.include({ context: {}, metadata: {}, error: null, media: null, location: { latitude: 52.5, longitude: 13.4, title: null } });
+    const [usage] = await rows<{ n: number }>(`SELECT COALESCE(sum(messages_inbound), 0)::int AS n FROM usage_daily WHERE workspace_id = $1`, [c.workspaceId]);
+    expect(usage!.n).to.equal(1);
+  });
+
+  it("files a group message under the group", async () => {
+    const c = await setup();
+    const phone = uniquePhone();
+    await pairConnection(c.client, c.slug, phone);
+    expect((await sandbox("POST", "/inbound", { to: phone, from: uniquePhone(), group: "group-123@g", body: "to all" })).status).to.equal(202);
+    const [message] = await waitFor(() => rows<{ recipient: unknown }>(`SELECT recipient FROM messages WHERE connection_id = $1`, [c.id]), (r) => r.length === 1);
+    expect(message!.recipient).to.deep.equal({ group: "group-123@g" });
+  });
+
+  it("deduplicates a redelivered event: 202 accepted false and no second effect", async () => {
+    const c = await setup();
+    const report = {
+      type: "message.inbound",
+      event_id: eventId(),
+      provider_message_id: "p-dup",
+      from: "+15550003333",
+      to: "+15550004444",
+      body: "once",
+      timestamp: new Date().toISOString(),
+    };
+    const first = await post(c.token, report);
+    expect(first.status).to.equal(202);
+    expect(first.json).to.deep.equal({ accepted: true });
+    const second = await post(c.token, report);
+    expect(second.status).to.equal(202);
+    expect(second.json).to.deep.equal({ accepted: false });
+    expect(await rows(`SELECT id FROM messages WHERE connection_id = $1`, [c.id])).to.have.length(1);
+    expect(await rows(`SELECT id FROM events WHERE connection_id = $1 AND type = 'message.received'`, [c.id])).to.have.length(1);
+  });
+
+  it("deduplicates the sandbox's duplicated deliveries end to end", async () => {
+    const c = await setup();
+    const phone = uniquePhone();
+    await pairConnection(c.client, c.slug, phone);
+    await sandbox("POST", "/faults", { duplicate_callbacks: true });
+    try {
+      expect((await sandbox("POST", "/inbound", { to: phone, from: uniquePhone(), body: "twice posted" })).status).to.equal(202);
+      await waitFor(
+        () => rows<{ n: number }>(`SELECT count(*)::int AS n FROM provider_callbacks WHERE connection_id = $1`, [c.id]),
+        (r) => r[0]!.n === 2, // the connect report and the inbound one
+      );
+      const pending = async () => (await rows<{ n: number }>(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [c.id]))[0]!.n;
+      await waitFor(pending, (n) => n === 0);
+    } finally {
+      await sandbox("POST", "/faults", { duplicate_callbacks: false });
+    }
+    expect(await rows(`SELECT id FROM messages WHERE connection_id = $1`, [c.id])).to.have.length(1);
+  });
+
+  it("moves the connection to disconnected on a sandbox logout, with its event", async () => {
+    const c = await setup();
+    const phone = uniquePhone();
+    await pairConnection(c.client, c.slug, phone);
+    expect((await sandbox("POST", "/logout", { phone })).status).to.equal(200);
+    const gone = await waitForConnection(c.client, c.slug, (x) => x.state === "disconnected");
+    expect(gone.phone).to.equal(phone);
+    const events = await rows<{ type: string }>(`SELECT type FROM events WHERE connection_id = $1 ORDER BY created_at, id`, [c.id]);
+    expect(events.map((e) => e.type)).to.deep.equal(["connection.connected", "connection.disconnected"]);
+    const [row] = await rows<{ linked: boolean }>(`SELECT linked FROM connections WHERE id = $1`, [c.id]);
+    expect(row!.linked).to.equal(false);
+  });
+
+  it("applies status reports forward only: a late delivered after read joins the timeline without lowering the status", async () => {
+    const c = await setup();
+    const id = await insertOutbound(c.workspaceId, c.id);
+    expect((await post(c.token, statusReport(id, "sent", { provider_message_id: "prov-2" }))).json).to.deep.equal({ accepted: true });
+    expect((await post(c.token, statusReport(id, "read"))).json).to.deep.equal({ accepted: true });
+    const late = await post(c.token, statusReport(id, "delivered"));
+    expect(late.status).to.equal(202);
+    expect(late.json).to.deep.equal({ accepted: true });
+    const [message] = await rows<{ status: string; provider_message_id: string }>(`SELECT status, provider_message_id FROM messages WHERE id = $1`, [id]);
+    expect(message).to.deep.equal({ status: "read", provider_message_id: "prov-2" });
+    const timeline = await rows<{ status: string; detail: string | null }>(`SELECT status, detail FROM message_timeline WHERE message_id = $1 ORDER BY id`, [id]);
+    expect(timeline.map((t) => t.status)).to.deep.equal(["sent", "read", "delivered"]);
+    expect(timeline[2]!.detail).to.match(/late/);
+    const events = await rows<{ type: string }>(`SELECT type FROM events WHERE connection_id = $1 ORDER BY created_at, id`, [c.id]);
+    expect(events.map((e) => e.type)).to.deep.equal(["message.sent", "message.read"]);
+    // failed after read is no move and no history: ignored
+    expect((await post(c.token, statusReport(id, "failed", { error: { code: "x", message: "y" } }))).json).to.deep.equal({ accepted: false });
+  });
+
+  it("records a failure with its error, and ignores reports about unknown or inbound messages", async () => {
+    const c = await setup();
+    const id = await insertOutbound(c.workspaceId, c.id, "submitted");
+    await post(c.token, statusReport(id, "failed", { error: { code: "not_on_network", message: "+15550002222 is not on the network" } }));
+    const [message] = await rows<{ status: string; error_code: string; error_message: string }>(`SELECT status, error_code, error_message FROM messages WHERE id = $1`, [id]);
+    expect(message).to.deep.equal({ status: "failed", error_code: "not_on_network", error_message: "+15550002222 is not on the network" });
+    const [event] = await rows<{ payload: { data: { error: unknown; status: string } } }>(`SELECT payload FROM events WHERE connection_id = $1 AND type = 'message.failed'`, [
+      c.id,
+    ]);
+    expect(event!.payload.data).to.deep.include({ status: "failed", error: { code: "not_on_network", message: "+15550002222 is not on the network" } });
+    expect((await post(c.token, statusReport("msg_unknown", "sent"))).json).to.deep.equal({ accepted: false });
+    // a message of another connection is unknown here
+    const other = await setup();
+    const foreign = await insertOutbound(other.workspaceId, other.id);
+    expect((await post(c.token, statusReport(foreign, "sent"))).json).to.deep.equal({ accepted: false });
+    expect((await rows<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, [foreign]))[0]!.status).to.equal("submitted");
+  });
+});

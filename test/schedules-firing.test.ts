@@ -1,0 +1,262 @@
+// Schedules firing: through the sandbox to `delivered` (the issue's "done when"), exactly once
+// under concurrent fires and a replayed occurrence, once when behind, completion by
+// max_occurrences and ends_at, and a failed message with the reason when the fire cannot send
+// (connection not connected, monthly allowance used, plan without scheduling), no message when
+// the connection is gone. A fire is made due by moving next_run_at into the past in SQL; the
+// Agenda lanes fire it on their own, and some tests also call the fire routine directly.
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import { DateTime } from "luxon";
+import type { DataSource } from "typeorm";
+import type { Schedule } from "../contract/index.js";
+import { expectOk } from "../sdk/src/index.js";
+import { testEnv } from "./setup.js";
+import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
+import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { waitFor } from "./support/wait.js";
+
+const db = (): DataSource => testEnv().gateway.ctx.db;
+const firing = () => testEnv().gateway.ctx.services.scheduleFiring;
+const SCOPES = ["schedules:read", "schedules:write", "connections:read", "connections:write", "messages:read"] as const;
+
+interface Actor {
+  ws: TestWorkspace;
+  client: Client;
+  slug: string;
+  phone: string;
+}
+
+async function connectedActor(): Promise<Actor> {
+  const ws = await newWorkspace();
+  const { client } = await ws.key([...SCOPES]);
+  const slug = `f-${randomBytes(3).toString("hex")}`;
+  const phone = uniquePhone();
+  await pairConnection(client, slug, phone);
+  return { ws, client, slug, phone };
+}
+
+async function createSchedule(a: Actor, patch: Record<string, unknown> = {}, to = uniquePhone("+1556")): Promise<Schedule> {
+  const body = {
+    name: "fire test",
+    timezone: "UTC",
+    recurrence: { type: "daily", hour: 10, minute: 0 },
+    message: { connection: a.slug, to, body: `hello ${randomBytes(3).toString("hex")}` },
+    ...patch,
+  };
+  return expectOk(a.client.schedules.create({ body: body as never }));
+}
+
+/** Makes `id` due at `at` (an instant in the past) and waits until a fire has moved it on. */
+async function fireAt(a: Actor, id: string, at: Date, direct = true): Promise<Schedule> {
+  await db().query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [id, at]);
+  if (direct) await firing().fireDue();
+  return waitFor(
+    () => expectOk(a.client.schedules.get({ params: { id } })),
+    (s) => s.next_run_at !== at.toISOString(),
+    20_000,
+  );
+}
+
+interface MessageRow {
+  id: string;
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  body: string;
+  recipient: unknown;
+}
+
+async function messagesOf(scheduleId: string): Promise<MessageRow[]> {
+  return db().query(`SELECT id, status, error_code, error_message, body, recipient FROM messages WHERE schedule_id = $1 ORDER BY created_at`, [scheduleId]);
+}
+
+async function eventsOf(scheduleId: string): Promise<{ type: string; data: Record<string, unknown>; connection: string | null }[]> {
+  const rows = (await db().query(
+    `SELECT type, payload FROM events WHERE payload->'data'->'schedule'->>'id' = $1 ORDER BY created_at, id`,
+    [scheduleId],
+  )) as { type: string; payload: { data: Record<string, unknown>; connection: string | null } }[];
+  return rows.map((r) => ({ type: r.type, data: r.payload.data, connection: r.payload.connection }));
+}
+
+/** Independent oracle (luxon): the first `weekday` (1 = Monday … 7 = Sunday) hour:minute in `zone` after `after`. */
+function nextWeekly(zone: string, weekday: number, hour: number, minute: number, after = DateTime.now()): DateTime {
+  const local = after.setZone(zone);
+  for (let i = 0; i <= 8; i++) {
+    const c = local.startOf("day").plus({ days: i }).set({ hour, minute });
+    if (c.weekday === weekday && c > local) return c;
+  }
+  throw new Error("unreachable");
+}
+
+describe("schedules firing", () => {
+  let a: Actor;
+  before(async () => {
+    a = await connectedActor();
+  });
+
+  it("done when: a weekly Monday 09:00 Europe/Berlin schedule, paused and resumed, fires through the sandbox to delivered", async () => {
+    const to = uniquePhone("+4915");
+    expect((await sandbox("POST", "/numbers", { phone: to, on_network: true, receipts: "delivered" })).status).to.be.oneOf([200, 201]);
+    const body = {
+      name: "Monday stand-up reminder",
+      timezone: "Europe/Berlin",
+      recurrence: { type: "weekly" as const, hour: 9, minute: 0, days_of_week: [1] },
+      message: { connection: a.slug, to, body: "Stand-up in 5 minutes" },
+    };
+    const created = await expectOk(a.client.schedules.create({ body }));
+    const expected = nextWeekly("Europe/Berlin", 1, 9, 0);
+    expect(created.next_run_at).to.equal(expected.toUTC().toISO());
+    expect(created.status).to.equal("active");
+
+    expect(await expectOk(a.client.schedules.pause({ params: { id: created.id } }))).to.include({ status: "paused" });
+    const resumed = await expectOk(a.client.schedules.resume({ params: { id: created.id } }));
+    expect(resumed).to.include({ status: "active", next_run_at: nextWeekly("Europe/Berlin", 1, 9, 0).toUTC().toISO() });
+
+    // Last Monday's 09:00 falls due now: the Agenda lanes fire it without any help.
+    const lastMonday = expected.minus({ weeks: 1 });
+    const fired = await fireAt(a, created.id, lastMonday.toJSDate(), false);
+    expect(fired).to.include({ status: "active", occurrences: 1, last_run_at: lastMonday.toUTC().toISO(), next_run_at: expected.toUTC().toISO() });
+
+    const [message] = await messagesOf(created.id);
+    expect(message).to.exist;
+    const delivered = await waitFor(
+      () => expectOk(a.client.messages.get({ params: { id: message!.id } })),
+      (m) => m.status === "delivered",
+      20_000,
+    );
+    expect(delivered).to.include({ body: "Stand-up in 5 minutes", connection: a.slug, direction: "outbound" });
+    expect(delivered.timeline.map((t) => t.status)).to.include.members(["accepted", "queued", "submitted", "sent", "delivered"]);
+    const received = await sandbox("GET", `/received?to=${encodeURIComponent(to)}`);
+    expect(JSON.stringify(received.json)).to.include("Stand-up in 5 minutes");
+
+    const events = await eventsOf(created.id);
+    expect(events.map((e) => e.type)).to.deep.equal(["schedule.fired"]);
+    expect(events[0]!.connection).to.equal(a.slug);
+    expect(events[0]!.data).to.deep.include({ occurrence_at: lastMonday.toUTC().toISO(), message_id: message!.id, message_status: "queued", error: null });
+  });
+
+  it("sends exactly once when the fire routine runs concurrently for one due schedule, and never re-sends a replayed occurrence", async () => {
+    const s = await createSchedule(a);
+    const occurrence = DateTime.utc().startOf("day").minus({ days: 1 }).set({ hour: 10 }).toJSDate();
+    await db().query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [s.id, occurrence]);
+    await Promise.all([firing().fireDue({ workers: 3 }), firing().fireDue({ workers: 3 }), firing().fireBatch(1), firing().fireBatch(5)]);
+    const after = await waitFor(() => expectOk(a.client.schedules.get({ params: { id: s.id } })), (x) => x.occurrences === 1);
+    expect(await messagesOf(s.id)).to.have.length(1);
+
+    // A stale copy of the schedule (say, restored from a backup) comes round with the same occurrence.
+    await db().query(`UPDATE schedules SET next_run_at = $2, occurrences = 0 WHERE id = $1`, [s.id, occurrence]);
+    await Promise.all([firing().fireDue(), firing().fireDue()]);
+    const replayed = await waitFor(() => expectOk(a.client.schedules.get({ params: { id: s.id } })), (x) => x.next_run_at !== occurrence.toISOString());
+    expect(replayed.next_run_at).to.equal(after.next_run_at);
+    expect(replayed.occurrences).to.equal(0);
+    expect(await messagesOf(s.id)).to.have.length(1);
+    const runs = (await db().query(`SELECT message_id FROM schedule_runs WHERE schedule_id = $1`, [s.id])) as { message_id: string }[];
+    expect(runs).to.have.length(1);
+    expect(runs[0]!.message_id).to.equal((await messagesOf(s.id))[0]!.id);
+    expect((await eventsOf(s.id)).filter((e) => e.type === "schedule.fired")).to.have.length(1);
+  });
+
+  it("fires once when behind and drops the backlog", async () => {
+    const s = await createSchedule(a, { recurrence: { type: "daily", hour: 10, minute: 0 } });
+    const fiveDaysAgo = DateTime.utc().startOf("day").minus({ days: 5 }).set({ hour: 10 });
+    const fired = await fireAt(a, s.id, fiveDaysAgo.toJSDate());
+    expect(await messagesOf(s.id)).to.have.length(1);
+    const now = DateTime.utc();
+    let next = now.startOf("day").set({ hour: 10 });
+    if (next <= now) next = next.plus({ days: 1 });
+    expect(fired).to.include({ occurrences: 1, status: "active", next_run_at: next.toISO(), last_run_at: fiveDaysAgo.toISO() });
+    // Nothing else is due: another pass sends nothing more.
+    await firing().fireDue();
+    expect(await messagesOf(s.id)).to.have.length(1);
+  });
+
+  it("completes after max_occurrences fires, with schedule.completed, and fires no more", async () => {
+    const s = await createSchedule(a, { max_occurrences: 2 });
+    const day = DateTime.utc().startOf("day").set({ hour: 10 });
+    const first = await fireAt(a, s.id, day.minus({ days: 3 }).toJSDate());
+    expect(first).to.include({ status: "active", occurrences: 1 });
+    const second = await fireAt(a, s.id, day.minus({ days: 2 }).toJSDate());
+    expect(second).to.include({ status: "completed", occurrences: 2, next_run_at: null });
+    expect(await messagesOf(s.id)).to.have.length(2);
+    const events = await eventsOf(s.id);
+    expect(events.map((e) => e.type)).to.deep.equal(["schedule.fired", "schedule.fired", "schedule.completed"]);
+    expect((events[2]!.data.schedule as Schedule).status).to.equal("completed");
+    await firing().fireDue();
+    expect(await messagesOf(s.id)).to.have.length(2);
+  });
+
+  it("completes when the next occurrence would be after ends_at", async () => {
+    const s = await createSchedule(a, { ends_at: DateTime.utc().plus({ days: 10 }).toISO() });
+    await db().query(`UPDATE schedules SET ends_at = now() + interval '1 minute' WHERE id = $1`, [s.id]);
+    const fired = await fireAt(a, s.id, DateTime.utc().minus({ hours: 1 }).toJSDate());
+    expect(fired).to.include({ status: "completed", occurrences: 1, next_run_at: null });
+    expect((await eventsOf(s.id)).map((e) => e.type)).to.deep.equal(["schedule.fired", "schedule.completed"]);
+  });
+
+  it("does not fire paused or canceled schedules", async () => {
+    const paused = await createSchedule(a);
+    const canceled = await createSchedule(a);
+    await expectOk(a.client.schedules.pause({ params: { id: paused.id } }));
+    await expectOk(a.client.schedules.cancel({ params: { id: canceled.id } }));
+    await db().query(`UPDATE schedules SET next_run_at = now() - interval '1 hour' WHERE id = $1`, [paused.id]);
+    await firing().fireDue();
+    expect(await messagesOf(paused.id)).to.have.length(0);
+    expect(await messagesOf(canceled.id)).to.have.length(0);
+  });
+
+  describe("when the message cannot be sent", () => {
+    it("records a failed message with connection_not_ready while the connection is disconnected", async () => {
+      const b = await connectedActor();
+      const s = await createSchedule(b);
+      await sandbox("POST", "/logout", { phone: b.phone });
+      await waitForConnection(b.client, b.slug, (c) => c.state === "disconnected");
+      const fired = await fireAt(b, s.id, DateTime.utc().minus({ minutes: 5 }).toJSDate());
+      expect(fired).to.include({ status: "active", occurrences: 1 });
+      const [message] = await messagesOf(s.id);
+      expect(message).to.include({ status: "failed", error_code: "connection_not_ready" });
+      expect(message!.error_message).to.match(/disconnected/);
+      const view = await expectOk(b.client.messages.get({ params: { id: message!.id } }));
+      expect(view.error).to.deep.include({ code: "connection_not_ready" });
+      const [event] = await eventsOf(s.id);
+      expect(event!.data).to.deep.include({ message_id: message!.id, message_status: "failed" });
+      expect(event!.data.error).to.deep.include({ code: "connection_not_ready" });
+    });
+
+    it("records a failed message with quota_exceeded once the monthly allowance is used", async () => {
+      const b = await connectedActor();
+      const s = await createSchedule(b);
+      await db().query(
+        `INSERT INTO usage_daily (workspace_id, day, shard, messages_outbound, messages_inbound)
+         VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 0, 100000, 0)
+         ON CONFLICT (workspace_id, day, shard) DO UPDATE SET messages_outbound = 100000`,
+        [b.ws.id],
+      );
+      await fireAt(b, s.id, DateTime.utc().minus({ minutes: 5 }).toJSDate());
+      const [message] = await messagesOf(s.id);
+      expect(message).to.include({ status: "failed", error_code: "quota_exceeded" });
+    });
+
+    it("records a failed message with plan_required after a downgrade to a plan without scheduling", async () => {
+      const b = await connectedActor();
+      const s = await createSchedule(b);
+      await testEnv().gateway.ctx.services.workspaces.setPlan(b.ws.id, "free");
+      await fireAt(b, s.id, DateTime.utc().minus({ minutes: 5 }).toJSDate());
+      const [message] = await messagesOf(s.id);
+      expect(message).to.include({ status: "failed", error_code: "plan_required" });
+    });
+
+    it("writes no message but records the run and the reason when the connection was deleted", async () => {
+      const b = await connectedActor();
+      const s = await createSchedule(b);
+      await expectOk(b.client.connections.delete({ params: { connection: b.slug } }));
+      const fired = await fireAt(b, s.id, DateTime.utc().minus({ minutes: 5 }).toJSDate());
+      expect(fired).to.include({ status: "active", occurrences: 1 });
+      expect(await messagesOf(s.id)).to.have.length(0);
+      const [run] = (await db().query(`SELECT message_id, error_code FROM schedule_runs WHERE schedule_id = $1`, [s.id])) as { message_id: string | null; error_code: string }[];
+      expect(run).to.deep.equal({ message_id: null, error_code: "connection_not_found" });
+      const [event] = await eventsOf(s.id);
+      expect(event).to.deep.include({ type: "schedule.fired", connection: null });
+      expect(event!.data).to.deep.include({ message_id: null, message_status: null });
+    });
+  });
+});
