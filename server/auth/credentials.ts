@@ -4,6 +4,7 @@ import type { DataSource } from "typeorm";
 import type { Role, Scope } from "../../contract/common.js";
 import type { ApiKeyPrincipal, SessionPrincipal, SignedInUser } from "../http/principal.js";
 import { parseApiKey } from "../api-keys/key-format.js";
+import { prepared } from "../db/prepared.js";
 import { sha256 } from "../secrets.js";
 import { effectiveScopes } from "../workspace/roles.js";
 import type { Plan } from "../workspace/entities.js";
@@ -54,7 +55,9 @@ export async function resolveApiKey(db: DataSource, key: string): Promise<ApiKey
     created_by: string;
     workspace_id: string;
     role: Role;
-  })[] = await db.query(
+  })[] = await prepared(
+    db,
+    "resolve-api-key",
     `SELECT k.id, k.name, k.prefix, k.environment, k.scopes, k.created_by, k.workspace_id, m.role, ${PLAN_COLUMNS}
        FROM api_keys k
        JOIN members m ON m.workspace_id = k.workspace_id AND m.user_id = k.created_by

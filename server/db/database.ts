@@ -3,6 +3,7 @@ import type { DataSource } from "typeorm";
 import type { Logger } from "../logger.js";
 import { createDataSource } from "./data-source.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded.js";
+import { markSharedSession } from "./prepared.js";
 
 export interface Database {
   dataSource: DataSource;
@@ -21,6 +22,7 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
     options.logger.info({ data_dir: options.dataDir ?? "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
   }
   const dataSource = createDataSource({ url, embedded: Boolean(embedded) });
+  if (embedded) markSharedSession(dataSource);
   await dataSource.initialize();
   const ran = await dataSource.runMigrations({ transaction: "each" });
   if (ran.length) options.logger.info({ migrations: ran.map((m) => m.name) }, "migrations applied");

@@ -5,6 +5,7 @@
 // claim left behind by a crashed process expires after `lockSeconds` and may be taken over.
 import { createHash } from "node:crypto";
 import type { DataSource } from "typeorm";
+import { prepared } from "../db/prepared.js";
 import { rows } from "../db/rows.js";
 import { ApiError } from "./errors.js";
 
@@ -37,7 +38,9 @@ export class IdempotencyStore {
   async claim(workspaceId: string, key: string, fingerprint: Buffer): Promise<Claim> {
     // Insert a fresh claim, or take over one that expired (older than the retention window, or
     // an in-flight claim whose process died). One statement: two racers cannot both win.
-    const won: unknown[] = await this.db.query(
+    const won = await prepared(
+      this.db,
+      "idempotency-claim",
       `INSERT INTO idempotency_keys (workspace_id, key, fingerprint, locked_until, created_at)
        VALUES ($1, $2, $3, now() + ($4 || ' seconds')::interval, now())
        ON CONFLICT (workspace_id, key) DO UPDATE

@@ -15,6 +15,8 @@ import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { messagesThisMonth, usageIncrementSql, usageShard } from "../workspace/usage.js";
 import type { Message } from "./entities.js";
 import { messageView } from "./view.js";
+import { prepared } from "../db/prepared.js";
+import { DataSource as DataSourceClass } from "typeorm";
 
 /** A send_at less than this far ahead is sent now rather than scheduled. */
 const SCHEDULE_THRESHOLD_MS = 1000;
@@ -70,11 +72,11 @@ export class MessageSender {
     if (!hasBody && !body.media && !body.location) errors.push({ path: "body", message: "a message needs a body, media or a location" });
     if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
     if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
-    const connection = await this.db
-      .getRepository(Connection)
-      .createQueryBuilder("c")
-      .where("c.workspaceId = :ws AND c.slug = :slug AND c.deletedAt IS NULL", { ws: principal.workspaceId, slug: body.connection })
-      .getOne();
+    const [row] = await prepared(this.db, "send-connection", `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`, [
+      principal.workspaceId,
+      body.connection,
+    ]);
+    const connection = row ? this.db.getRepository(Connection).create(connectionFromRow(row)) : undefined;
     if (!connection) errors.push({ path: "connection", message: `no connection with slug ${body.connection}` });
     if (errors.length || !connection) throw ApiError.validation(errors);
 
@@ -137,7 +139,7 @@ export class MessageSender {
       details, message.errorCode, message.errorMessage,
       ...(event ? eventParams(event) : []),
     ];
-    await q.query(
+    const statement =
       `WITH m AS (
          INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
                                context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at,
@@ -153,9 +155,10 @@ export class MessageSender {
        ), i AS (
          ${IdempotencyStore.completeSql({ workspace: "$2", key: "$19", status: "202", body: "$20::jsonb" })}
        )${event ? `, e AS (INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($24, $25, $26, $27, $28::jsonb, $29))` : ""}
-       SELECT 1`,
-      params,
-    );
+       SELECT 1`;
+    // Autocommit: one prepared statement. Inside a caller's transaction: that transaction's connection.
+    if (isDataSource(q)) await prepared(q, event ? "accept-message-event" : "accept-message", statement, params);
+    else await q.query(statement, params);
     return view;
   }
 }
@@ -181,4 +184,27 @@ function json(value: unknown): string | null {
 function secondsToNextMonth(now = new Date()): number {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+function isDataSource(q: DataSource | EntityManager): q is DataSource {
+  return q instanceof DataSourceClass;
+}
+
+/** A raw connections row (snake_case) as the entity. */
+function connectionFromRow(r: Record<string, unknown>): Partial<Connection> {
+  return {
+    id: r.id as string,
+    workspaceId: r.workspace_id as string,
+    slug: r.slug as string,
+    name: r.name as string | null,
+    state: r.state as Connection["state"],
+    linked: r.linked as boolean,
+    phone: r.phone as string | null,
+    transport: r.transport as string,
+    callbackNonce: r.callback_nonce as string,
+    callbackTokenDigest: r.callback_token_digest as Buffer,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+    deletedAt: r.deleted_at as Date | null,
+  };
 }
