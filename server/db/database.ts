@@ -3,7 +3,7 @@ import type { DataSource } from "typeorm";
 import type { Logger } from "../logger.js";
 import { createDataSource } from "./data-source.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded.js";
-import { markSharedSession } from "./prepared.js";
+import { closePreparedPools, markSharedSession } from "./prepared.js";
 
 export interface Database {
   dataSource: DataSource;
@@ -31,6 +31,7 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
     url,
     embedded: Boolean(embedded),
     async close() {
+      await closePreparedPools(dataSource);
       await dataSource.destroy();
       await embedded?.stop();
     },

@@ -12,8 +12,15 @@ import { ApiError } from "./errors.js";
 export const RETENTION_HOURS = 24;
 
 export type Claim =
-  | { kind: "claimed"; workspaceId: string; key: string }
+  | { kind: "claimed"; workspaceId: string; key: string; /** the row of the piggybacked read, if any */ row?: Record<string, unknown> }
   | { kind: "replay"; status: number; body: unknown };
+
+/** A read the caller needs next, run in the claim's round trip; its parameters start at $5. */
+export interface PiggybackRead {
+  name: string;
+  sql: string;
+  params: unknown[];
+}
 
 /** SHA-256 of the canonical JSON (keys sorted at every level) of the request body. */
 export function requestFingerprint(body: unknown): Buffer {
@@ -35,13 +42,14 @@ export class IdempotencyStore {
     private readonly lockSeconds = 60,
   ) {}
 
-  async claim(workspaceId: string, key: string, fingerprint: Buffer): Promise<Claim> {
+  async claim(workspaceId: string, key: string, fingerprint: Buffer, read?: PiggybackRead): Promise<Claim> {
     // Insert a fresh claim, or take over one that expired (older than the retention window, or
     // an in-flight claim whose process died). One statement: two racers cannot both win.
-    const won = await prepared(
+    const [result] = await prepared<Record<string, unknown> & { claimed: number }>(
       this.db,
-      "idempotency-claim",
-      `INSERT INTO idempotency_keys (workspace_id, key, fingerprint, locked_until, created_at)
+      `idempotency-claim${read ? `:${read.name}` : ""}`,
+      `WITH claim AS (
+       INSERT INTO idempotency_keys (workspace_id, key, fingerprint, locked_until, created_at)
        VALUES ($1, $2, $3, now() + ($4 || ' seconds')::interval, now())
        ON CONFLICT (workspace_id, key) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, locked_until = EXCLUDED.locked_until,
@@ -49,16 +57,23 @@ export class IdempotencyStore {
        WHERE idempotency_keys.created_at < now() - interval '${RETENTION_HOURS} hours'
           OR (idempotency_keys.response_status IS NULL AND idempotency_keys.locked_until < now()
               AND idempotency_keys.fingerprint = EXCLUDED.fingerprint)
-       RETURNING 1`,
-      [workspaceId, key, fingerprint, String(this.lockSeconds)],
+       RETURNING 1)
+       SELECT (SELECT count(*) FROM claim)::int AS claimed, r.*
+         FROM (SELECT 1) AS one LEFT JOIN (${read?.sql ?? "SELECT 1 AS nothing"}) AS r ON true`,
+      [workspaceId, key, fingerprint, String(this.lockSeconds), ...(read?.params ?? [])],
+      // The accepting statement that completes this claim commits synchronously and so flushes it.
+      { asyncCommit: true },
     );
-    if (won.length) return { kind: "claimed", workspaceId, key };
+    if (result!.claimed) {
+      const { claimed: _claimed, ...row } = result!;
+      return { kind: "claimed", workspaceId, key, ...(read && row.id !== null && row.id !== undefined ? { row } : {}) };
+    }
 
     const [existing] = (await this.db.query(
       `SELECT fingerprint, response_status, response_body FROM idempotency_keys WHERE workspace_id = $1 AND key = $2`,
       [workspaceId, key],
     )) as { fingerprint: Buffer; response_status: number | null; response_body: unknown }[];
-    if (!existing) return this.claim(workspaceId, key, fingerprint); // expired and purged in between
+    if (!existing) return this.claim(workspaceId, key, fingerprint, read); // expired and purged in between
     if (!existing.fingerprint.equals(fingerprint)) {
       throw new ApiError("idempotency_mismatch", "This Idempotency-Key was used with a different request body.");
     }

@@ -43,13 +43,20 @@ export class MessageSender {
   }
 
   async send(principal: Principal, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
+    checkContent(body);
+    const lookup = { name: "send-connection", sql: CONNECTION_BY_SLUG.replace(/\$1/g, "$5").replace(/\$2/g, "$6"), params: [principal.workspaceId, body.connection] };
     let claim: Claim | undefined;
+    let row: Record<string, unknown> | undefined;
     if (options.idempotencyKey) {
-      claim = await this.idempotency.claim(principal.workspaceId, options.idempotencyKey, requestFingerprint(body));
+      // The claim and the connection lookup share one round trip.
+      claim = await this.idempotency.claim(principal.workspaceId, options.idempotencyKey, requestFingerprint(body), lookup);
       if (claim.kind === "replay") return { status: claim.status, body: claim.body as MessageView, replayed: true };
+      row = claim.row;
+    } else {
+      [row] = await prepared(this.db, lookup.name + ":plain", CONNECTION_BY_SLUG, lookup.params);
     }
     try {
-      const connection = await this.check(principal, body);
+      const connection = await this.checkConnection(principal, body, row);
       const view = await this.accept(this.db, {
         workspaceId: principal.workspaceId,
         connection,
@@ -67,19 +74,14 @@ export class MessageSender {
 
   /** Every rule a send must pass before anything is written; returns the connection. */
   async check(principal: Principal, body: SendMessageBody): Promise<Connection> {
-    const errors: { path: string; message: string }[] = [];
-    const hasBody = body.body !== undefined && body.body.length > 0;
-    if (!hasBody && !body.media && !body.location) errors.push({ path: "body", message: "a message needs a body, media or a location" });
-    if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
-    if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
-    const [row] = await prepared(this.db, "send-connection", `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`, [
-      principal.workspaceId,
-      body.connection,
-    ]);
-    const connection = row ? this.db.getRepository(Connection).create(connectionFromRow(row)) : undefined;
-    if (!connection) errors.push({ path: "connection", message: `no connection with slug ${body.connection}` });
-    if (errors.length || !connection) throw ApiError.validation(errors);
+    checkContent(body);
+    const [row] = await prepared(this.db, "send-connection:plain", CONNECTION_BY_SLUG, [principal.workspaceId, body.connection]);
+    return this.checkConnection(principal, body, row);
+  }
 
+  private async checkConnection(principal: Principal, body: SendMessageBody, row: Record<string, unknown> | undefined): Promise<Connection> {
+    if (!row) throw ApiError.validation([{ path: "connection", message: `no connection with slug ${body.connection}` }]);
+    const connection = this.db.getRepository(Connection).create(connectionFromRow(row));
     const deferred = isDeferred(body.send_at);
     if (deferred) await requirePlanFeature(this.db, principal.plan, "scheduling");
     // A deferred send is checked against the connection when it is due, not now.
@@ -171,6 +173,18 @@ export interface AcceptInput {
   idempotencyKey: string | null;
   scheduleId: string | null;
   failure?: { code: string; message: string };
+}
+
+const CONNECTION_BY_SLUG = `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`;
+
+/** The rules that need no database: content, attachment scheme, time zone. */
+function checkContent(body: SendMessageBody): void {
+  const errors: { path: string; message: string }[] = [];
+  const hasBody = body.body !== undefined && body.body.length > 0;
+  if (!hasBody && !body.media && !body.location) errors.push({ path: "body", message: "a message needs a body, media or a location" });
+  if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
+  if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
+  if (errors.length) throw ApiError.validation(errors);
 }
 
 function isDeferred(sendAt: string | undefined): boolean {
