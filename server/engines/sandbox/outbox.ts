@@ -6,7 +6,7 @@ import type { DataSource } from "typeorm";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 
-const BATCH = 50;
+const BATCH = 200;
 const IDLE_MS = 100;
 const CLAIM_SECONDS = 30;
 const POST_TIMEOUT_MS = 10_000;
@@ -95,14 +95,25 @@ export class CallbackOutbox {
       [BATCH, String(CLAIM_SECONDS)],
     );
     claimed.sort((a, b) => new Date(a.due_at).getTime() - new Date(b.due_at).getTime() || Number(BigInt(a.id) - BigInt(b.id)));
-    for (const [i, row] of claimed.entries()) {
-      if (!this.running) {
-        // Shutting down: hand the unposted claims back at once rather than when their lock expires.
-        const rest = claimed.slice(i).map((r) => r.id);
-        await this.db.query(`UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[])`, [rest]);
-        break;
-      }
-      await this.deliver(row);
+    // Reports of one message (or one connection's state) go in order; different ones in parallel.
+    const lanes = new Map<string, Claimed[]>();
+    for (const row of claimed) {
+      const event = row.event as { message_id?: string; provider_message_id?: string };
+      const lane = `${row.connection_id}:${event.message_id ?? event.provider_message_id ?? "state"}`;
+      lanes.set(lane, [...(lanes.get(lane) ?? []), row]);
+    }
+    const unposted: string[] = [];
+    await Promise.all(
+      [...lanes.values()].map(async (lane) => {
+        for (const row of lane) {
+          // Shutting down: hand the unposted claims back at once rather than when their lock expires.
+          if (!this.running) unposted.push(row.id);
+          else await this.deliver(row);
+        }
+      }),
+    );
+    if (unposted.length) {
+      await this.db.query(`UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[])`, [unposted]);
     }
     return claimed.length;
   }
