@@ -10,15 +10,12 @@ import type { JobDefinition } from "./runner.js";
 
 /** Recurring lanes; each may run on a different process. */
 export const SCHEDULE_FIRE_LANES = 4;
-/**
- * The embedded database is one backend that runs one transaction at a time, and its socket
- * multiplexer is fragile under concurrent connections: one lane, one worker there.
- */
+/** The embedded database is one backend that runs one transaction at a time: one lane, one worker there. */
 const EMBEDDED_LANES = 1;
 /** How often each lane looks for due schedules; lanes drift apart, so one looks far more often. */
 export const SCHEDULE_FIRE_INTERVAL = "3 seconds";
 /** A lane run stops claiming after this long and leaves the rest to the next run. */
-const RUN_BUDGET_MS = 20_000;
+const RUN_BUDGET_MS = 10_000;
 
 export function scheduleFireJobName(lane: number): string {
   return `schedules.fire-due.${lane}`;

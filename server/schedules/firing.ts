@@ -24,7 +24,7 @@ import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import type { MessageSender } from "../messages/send.js";
 import type { Schedule } from "./entities.js";
-import { advance } from "./recurrence.js";
+import { advance, type Progress } from "./recurrence.js";
 import { nextStatus, progressPatch, scheduleView } from "./service.js";
 
 /** Schedules claimed and fired per transaction. */
@@ -118,18 +118,15 @@ export class ScheduleFiring {
       onClaim?.(claimed.map((c) => c.schedule.id));
       // Messages this batch writes per workspace, so the allowance holds within the batch too.
       const written = new Map<string, number>();
-      // The batch's statements are issued together: the connection runs them one after the other
-      // as fast as the database answers, without a turn of this process's event loop in between.
-      const settled = await Promise.allSettled(
-        claimed.map((c): Fired | Promise<Fired> => {
-          if (c.fresh) return this.send(em, c, written);
-          this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
-          return { claimed: c, counted: false, message: null, failure: null };
-        }),
-      );
-      const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-      if (failed) throw failed.reason;
-      const fired = settled.map((r) => (r as PromiseFulfilledResult<Fired>).value);
+      const fired: Fired[] = [];
+      for (const c of claimed) {
+        if (c.fresh) {
+          fired.push(await this.send(em, c, written));
+          continue;
+        }
+        this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
+        fired.push({ claimed: c, counted: false, message: null, failure: null });
+      }
       if (fired.length) await this.finish(em, fired, now);
       return fired.map(result);
     });
@@ -222,10 +219,7 @@ export class ScheduleFiring {
     return raw.map(claimedFromRow);
   }
 
-  /**
-   * Writes the occurrence's message: queued, or failed with the reason it cannot be sent now.
-   * Everything before the accept is synchronous, so `written` is counted in claim order.
-   */
+  /** Writes the occurrence's message: queued, or failed with the reason it cannot be sent now. */
   private async send(em: EntityManager, c: Claimed, written: Map<string, number>): Promise<Fired> {
     const body = SendMessageBody.safeParse(c.schedule.message);
     if (!body.success) {
@@ -253,19 +247,16 @@ export class ScheduleFiring {
   private async finish(em: EntityManager, fired: Fired[], now: Date): Promise<void> {
     const schedules: Schedule[] = [];
     const events: DomainEvent[] = [];
+    // Schedules of one batch often share their rule, zone and occurrence ("daily 09:00 Berlin").
+    const progressOf = new Map<string, Progress>();
     for (const f of fired) {
       const s = f.claimed.schedule;
       const occurrenceAt = s.nextRunAt!;
       const occurrences = s.occurrences + (f.counted ? 1 : 0);
-      const progress = advance({
-        rule: s.recurrence,
-        timeZone: s.timezone,
-        firedAt: occurrenceAt,
-        now,
-        endsAt: s.endsAt,
-        maxOccurrences: s.maxOccurrences,
-        occurrences,
-      });
+      const input = { rule: s.recurrence, timeZone: s.timezone, firedAt: occurrenceAt, now, endsAt: s.endsAt, maxOccurrences: s.maxOccurrences, occurrences };
+      const key = JSON.stringify([input.rule, input.timeZone, occurrenceAt.getTime(), input.endsAt?.getTime(), input.maxOccurrences, occurrences]);
+      let progress = progressOf.get(key);
+      if (!progress) progressOf.set(key, (progress = advance(input)));
       const updated: Schedule = {
         ...s,
         ...progressPatch(progress),
