@@ -22,8 +22,10 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
     options.logger.info({ data_dir: options.dataDir ?? "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
   }
   const dataSource = createDataSource({ url, embedded: Boolean(embedded) });
-  if (embedded) markSharedSession(dataSource);
   await dataSource.initialize();
+  // Another process's embedded database (a second gateway, the CLI) is reached by URL: ask it.
+  const [{ version } = { version: "" }] = (await dataSource.query(`SELECT version()`)) as { version: string }[];
+  if (embedded || version.includes("PGlite")) markSharedSession(dataSource);
   const ran = await dataSource.runMigrations({ transaction: "each" });
   if (ran.length) options.logger.info({ migrations: ran.map((m) => m.name) }, "migrations applied");
   return {
