@@ -193,6 +193,24 @@ describe("schedules firing", () => {
     expect((await eventsOf(s.id)).map((e) => e.type)).to.deep.equal(["schedule.fired", "schedule.completed"]);
   });
 
+  it("fires the rest of a batch when one schedule in it cannot be fired, and leaves that one due", async () => {
+    const good = await createSchedule(a);
+    const bad = await createSchedule(a);
+    // A zone the runtime no longer knows (as after a tz database update): advancing it throws.
+    await db().query(`UPDATE schedules SET timezone = 'Mars/Phobos' WHERE id = $1`, [bad.id]);
+    const due = DateTime.utc().minus({ minutes: 5 }).toJSDate();
+    await db().query(`UPDATE schedules SET next_run_at = $2 WHERE id = ANY($1)`, [[good.id, bad.id], due]);
+    await firing().fireDue();
+    const fired = await waitFor(() => expectOk(a.client.schedules.get({ params: { id: good.id } })), (s) => s.occurrences === 1);
+    expect(fired.next_run_at).to.not.equal(due.toISOString());
+    expect(await messagesOf(good.id)).to.have.length(1);
+    const [row] = (await db().query(`SELECT next_run_at, occurrences FROM schedules WHERE id = $1`, [bad.id])) as { next_run_at: Date; occurrences: number }[];
+    expect(row).to.deep.equal({ next_run_at: due, occurrences: 0 });
+    expect(await messagesOf(bad.id)).to.have.length(0);
+    expect((await db().query(`SELECT 1 FROM schedule_runs WHERE schedule_id = $1`, [bad.id])) as unknown[]).to.have.length(0);
+    await expectOk(a.client.schedules.cancel({ params: { id: bad.id } }));
+  });
+
   it("does not fire paused or canceled schedules", async () => {
     const paused = await createSchedule(a);
     const canceled = await createSchedule(a);

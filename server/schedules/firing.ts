@@ -106,15 +106,18 @@ export class ScheduleFiring {
 
   /**
    * Claims up to `limit` due schedules not in `skip` and fires them in one transaction; `only`
-   * restricts the claim to those ids. Returns what was fired (empty when nothing was due).
+   * restricts the claim to that one schedule. Returns what was fired (empty when nothing was due).
    */
-  async fireBatch(limit = FIRE_BATCH, skip: Iterable<string> = [], only?: string[], onClaim?: (ids: string[]) => void): Promise<FireResult[]> {
+  async fireBatch(limit = FIRE_BATCH, skip: Iterable<string> = [], only?: string, onClaim?: (ids: string[]) => void): Promise<FireResult[]> {
     return this.db.transaction(async (em) => {
       const now = new Date();
       const skipped = [...skip];
-      const workspaceId = only ? null : await this.takeWorkspace(em, now, skipped);
-      if (!only && !workspaceId) return [];
-      const claimed = await this.claim(em, now, limit, skipped, only ?? null, workspaceId);
+      // One message takes one usage shard and cannot deadlock: only batches need a workspace to themselves.
+      const alone = only !== undefined || limit === 1;
+      if (only !== undefined) limit = 1;
+      const workspaceId = alone ? null : await this.takeWorkspace(em, now, skipped);
+      if (!alone && !workspaceId) return [];
+      const claimed = await this.claim(em, now, limit, skipped, only ? [only] : null, workspaceId);
       onClaim?.(claimed.map((c) => c.schedule.id));
       // Messages this batch writes per workspace, so the allowance holds within the batch too.
       const written = new Map<string, number>();
@@ -142,7 +145,7 @@ export class ScheduleFiring {
       let fired = 0;
       for (const id of ids) {
         try {
-          fired += (await this.fireBatch(1, [], [id])).length;
+          fired += (await this.fireBatch(1, [], id)).length;
         } catch (single) {
           skip.add(id);
           this.logger.error({ err: single, schedule_id: id }, "schedule fire failed; retried on the next run");
