@@ -8,9 +8,8 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/schedules.ts \
 //     [--schedules 10000] [--workspaces 1] [--connections 10] [--dispatcher on|off]
 //
-// --workspaces spreads the schedules (and the connections) over that many workspaces: batches of
-// one workspace take turns (server/schedules/firing.ts), batches of different workspaces run in
-// parallel. --dispatcher off leaves the queued messages undelivered, to measure firing alone.
+// --workspaces spreads the schedules (and the connections) over that many workspaces.
+// --dispatcher off leaves the queued messages undelivered, to measure firing alone.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

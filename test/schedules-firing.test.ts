@@ -211,6 +211,31 @@ describe("schedules firing", () => {
     await expectOk(a.client.schedules.cancel({ params: { id: bad.id } }));
   });
 
+  it("fires one workspace's schedules in concurrent batches, each once, with its timeline and counted once", async () => {
+    const schedules = await Promise.all(Array.from({ length: 24 }, () => createSchedule(a)));
+    const ids = schedules.map((s) => s.id);
+    const usage = async () => {
+      const [row] = (await db().query(`SELECT COALESCE(sum(messages_outbound), 0)::int AS n FROM usage_daily WHERE workspace_id = $1`, [a.ws.id])) as { n: number }[];
+      return row!.n;
+    };
+    const before = await usage();
+    await db().query(`UPDATE schedules SET next_run_at = $2 WHERE id = ANY($1)`, [ids, DateTime.utc().minus({ minutes: 1 }).toJSDate()]);
+    // Batches called directly, side by side: a deadlock between them would reject here.
+    for (let round = 0; round < 20; round++) {
+      const results = await Promise.all([0, 1, 2].map(() => firing().fireBatch(4)));
+      if (results.every((r) => r.length === 0)) break;
+    }
+    const sent = (await db().query(
+      `SELECT m.schedule_id, array_agg(t.status ORDER BY t.id) AS timeline FROM messages m JOIN message_timeline t ON t.message_id = m.id
+        WHERE m.schedule_id = ANY($1) AND t.status IN ('accepted', 'queued') GROUP BY m.id, m.schedule_id`,
+      [ids],
+    )) as { schedule_id: string; timeline: string[] }[];
+    expect(sent.map((r) => r.schedule_id).sort()).to.deep.equal([...ids].sort());
+    for (const r of sent) expect(r.timeline).to.deep.equal(["accepted", "queued"]);
+    expect((await usage()) - before).to.equal(ids.length);
+    await Promise.all(ids.map((id) => expectOk(a.client.schedules.cancel({ params: { id } }))));
+  });
+
   it("does not fire paused or canceled schedules", async () => {
     const paused = await createSchedule(a);
     const canceled = await createSchedule(a);

@@ -101,39 +101,9 @@ export class MessageSender {
    * `q` may be a transaction's EntityManager: the caller's other writes then commit with it.
    */
   async accept(q: DataSource | EntityManager, input: AcceptInput): Promise<MessageView> {
-    const { body, connection, failure } = input;
-    const now = new Date();
-    const deferred = !failure && isDeferred(body.send_at);
-    const status: MessageStatus = failure ? "failed" : deferred ? "scheduled" : "queued";
-    const message: Message = {
-      id: newId("msg", now.getTime()),
-      workspaceId: input.workspaceId,
-      connectionId: connection.id,
-      direction: "outbound",
-      status,
-      recipient: body.to,
-      sender: connection.phone,
-      body: body.body ?? null,
-      media: body.media ?? null,
-      location: body.location ?? null,
-      context: body.context ?? null,
-      metadata: body.metadata ?? null,
-      contextSensitivity: body.context_sensitivity ?? null,
-      sendAt: body.send_at ? new Date(body.send_at) : null,
-      timezone: body.timezone ?? null,
-      providerMessageId: null,
-      errorCode: failure?.code ?? null,
-      errorMessage: failure?.message ?? null,
-      scheduleId: input.scheduleId,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const view = messageView(message, connection.slug);
-    const eventType = failure ? "message.failed" : deferred ? null : "message.queued";
-    const event = eventType ? buildEvent({ workspaceId: input.workspaceId, type: eventType, connection, data: view }, now) : null;
-    const timeline = failure ? ["accepted", "failed"] : deferred ? ["scheduled"] : ["accepted", "queued"];
-    const details = failure ? [null, `${failure.code}: ${failure.message}`] : timeline.map(() => null);
-
+    const { message, view, event, timeline, details } = accepted(input);
+    const { status } = message;
+    const now = message.createdAt;
     const params: unknown[] = [
       message.id, message.workspaceId, message.connectionId, status, JSON.stringify(message.recipient), message.sender, message.body,
       json(message.media), json(message.location), json(message.context), json(message.metadata), message.contextSensitivity,
@@ -163,6 +133,97 @@ export class MessageSender {
     else await q.query(statement, params);
     return view;
   }
+
+  /**
+   * Writes several accepted messages in one statement, inside the caller's transaction (a batch
+   * of schedule fires): the same rows as accept() writes for each, without idempotency records.
+   * Every message counts on `usageShard`, one usage row per workspace, taken in workspace order.
+   */
+  async acceptMany(em: EntityManager, inputs: Omit<AcceptInput, "idempotencyKey">[], usageShard: number): Promise<MessageView[]> {
+    const all = inputs.map((input) => accepted({ ...input, idempotencyKey: null }));
+    if (!all.length) return [];
+    const m = all.map((a) => a.message);
+    const timeline = all.flatMap((a) => a.timeline.map((status, i) => ({ id: a.message.id, status, detail: a.details[i] ?? null, at: a.message.createdAt })));
+    const queued = m.filter((x) => x.status === "queued");
+    const events = all.flatMap((a) => (a.event ? [a.event] : []));
+    await em.query(
+      `WITH m AS (
+         INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
+                               context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at,
+                               error_code, error_message)
+         SELECT id, workspace_id, connection_id, 'outbound', status, recipient, sender, body, media, location,
+                context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, created_at, error_code, error_message
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[],
+                       $10::jsonb[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[],
+                       $17::text[], $18::text[])
+             AS v(id, workspace_id, connection_id, status, recipient, sender, body, media, location,
+                  context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, error_code, error_message)
+       ), t AS (
+         INSERT INTO message_timeline (message_id, status, at, detail)
+         SELECT * FROM unnest($19::text[], $20::text[], $21::timestamptz[], $22::text[])
+       ), d AS (
+         INSERT INTO dispatch_queue (message_id, connection_id, available_at)
+         SELECT * FROM unnest($23::text[], $24::text[], $25::timestamptz[])
+       ), u AS (
+         INSERT INTO usage_daily (workspace_id, day, shard, messages_outbound)
+         SELECT w, (now() AT TIME ZONE 'UTC')::date, $26, count(*) FROM unnest($2::text[]) AS w GROUP BY w ORDER BY w
+         ON CONFLICT (workspace_id, day, shard) DO UPDATE SET messages_outbound = usage_daily.messages_outbound + EXCLUDED.messages_outbound
+       ), e AS (
+         INSERT INTO events ${EVENT_INSERT_COLUMNS}
+         SELECT * FROM unnest($27::text[], $28::text[], $29::text[], $30::text[], $31::jsonb[], $32::timestamptz[])
+       )
+       SELECT 1`,
+      [
+        m.map((x) => x.id), m.map((x) => x.workspaceId), m.map((x) => x.connectionId), m.map((x) => x.status), m.map((x) => JSON.stringify(x.recipient)),
+        m.map((x) => x.sender), m.map((x) => x.body), m.map((x) => json(x.media)), m.map((x) => json(x.location)), m.map((x) => json(x.context)),
+        m.map((x) => json(x.metadata)), m.map((x) => x.contextSensitivity), m.map((x) => x.sendAt), m.map((x) => x.timezone), m.map((x) => x.scheduleId),
+        m.map((x) => x.createdAt), m.map((x) => x.errorCode), m.map((x) => x.errorMessage),
+        timeline.map((t) => t.id), timeline.map((t) => t.status), timeline.map((t) => t.at), timeline.map((t) => t.detail),
+        queued.map((x) => x.id), queued.map((x) => x.connectionId), queued.map((x) => x.createdAt),
+        usageShard,
+        events.map((e) => e.id), events.map((e) => e.workspaceId), events.map((e) => e.type), events.map((e) => e.connectionId),
+        events.map((e) => JSON.stringify(e.payload)), events.map((e) => e.createdAt),
+      ],
+    );
+    return all.map((a) => a.view);
+  }
+}
+
+/** The rows an accepted message writes: the message, its view, its event and its first timeline entries. */
+function accepted(input: AcceptInput) {
+  const { body, connection, failure } = input;
+  const now = new Date();
+  const deferred = !failure && isDeferred(body.send_at);
+  const status: MessageStatus = failure ? "failed" : deferred ? "scheduled" : "queued";
+  const message: Message = {
+    id: newId("msg", now.getTime()),
+    workspaceId: input.workspaceId,
+    connectionId: connection.id,
+    direction: "outbound",
+    status,
+    recipient: body.to,
+    sender: connection.phone,
+    body: body.body ?? null,
+    media: body.media ?? null,
+    location: body.location ?? null,
+    context: body.context ?? null,
+    metadata: body.metadata ?? null,
+    contextSensitivity: body.context_sensitivity ?? null,
+    sendAt: body.send_at ? new Date(body.send_at) : null,
+    timezone: body.timezone ?? null,
+    providerMessageId: null,
+    errorCode: failure?.code ?? null,
+    errorMessage: failure?.message ?? null,
+    scheduleId: input.scheduleId,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const view = messageView(message, connection.slug);
+  const eventType = failure ? "message.failed" : deferred ? null : "message.queued";
+  const event = eventType ? buildEvent({ workspaceId: input.workspaceId, type: eventType, connection, data: view }, now) : null;
+  const timeline = failure ? ["accepted", "failed"] : deferred ? ["scheduled"] : ["accepted", "queued"];
+  const details = failure ? [null, `${failure.code}: ${failure.message}`] : timeline.map(() => null);
+  return { message, view, event, timeline, details };
 }
 
 export interface AcceptInput {

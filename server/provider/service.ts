@@ -25,16 +25,17 @@ export class ProviderCallbackService {
 
   async handle(providerName: string, token: string, event: ProviderEvent): Promise<ProviderAck> {
     return this.db.transaction(async (em) => {
-      // Locked so that state reports and user operations on the connection apply one at a time.
-      const connection = await em
+      // State reports lock the row so that they and user operations on the connection apply one
+      // at a time. Message reports only read it: a lock there would queue every report of a
+      // number behind the others and block new messages' foreign-key checks on the row.
+      const query = em
         .getRepository(Connection)
         .createQueryBuilder("c")
-        .setLock("pessimistic_write")
         .where("c.callbackTokenDigest = :digest AND c.transport = :provider AND c.deletedAt IS NULL", {
           digest: callbackTokenDigest(token),
           provider: providerName,
-        })
-        .getOne();
+        });
+      const connection = await (event.type === "connection.state" ? query.setLock("pessimistic_write") : query).getOne();
       if (!connection) throw ApiError.notFound("callback (unknown provider or token)");
       const fresh = await rows(
         em,
@@ -108,7 +109,9 @@ export class ProviderCallbackService {
   private async status(em: EntityManager, connection: Connection, event: MessageStatusEvent): Promise<ProviderAck> {
     const message = await em.findOne(Message, {
       where: { id: event.message_id, connectionId: connection.id, direction: "outbound" },
-      lock: { mode: "pessimistic_write" },
+      // NO KEY UPDATE: reports of one message apply one at a time, without blocking the
+      // foreign-key checks of its timeline rows.
+      lock: { mode: "for_no_key_update" },
     });
     if (!message) return { accepted: false };
     const decision = transition(message.status, event.status);

@@ -1,6 +1,6 @@
 // Firing schedules. The schedules table is the queue: any number of workers, on any number of
-// processes, claim due active schedules with FOR UPDATE SKIP LOCKED, a batch of one workspace at
-// a time, and fire the batch in one short transaction. For each schedule that transaction
+// processes, claim a batch of due active schedules with FOR UPDATE SKIP LOCKED and fire it in
+// one short transaction. For each schedule that transaction
 //   1. records the run (schedule_id, occurrence_at) — the primary key is the fire's idempotency
 //      key, so an occurrence that somehow comes round again is never sent twice;
 //   2. writes the message through the send path (MessageSender.accept, same transaction), or a
@@ -10,8 +10,8 @@
 //      and drops the backlog — and records schedule.fired (and schedule.completed) in the outbox.
 // A schedule's fire is therefore atomic: all of it commits or none. Batching is for throughput:
 // the claim (with the run rows, the connections, the plans and the month's usage) is one
-// statement and the advance of the whole batch another, and one commit serves the batch, so a
-// fire costs little more than its message's own statement. A batch that fails is retried one
+// statement, the batch's messages another, the advance of the whole batch a third, and one
+// commit serves the batch. A batch that fails is retried one
 // schedule at a time, so one bad row only holds itself back. Agenda decides when workers run
 // (jobs/schedule-fire.ts); the dispatcher picks the queued messages up on its own poll.
 import { hostname } from "node:os";
@@ -22,8 +22,9 @@ import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
-import type { MessageSender } from "../messages/send.js";
+import type { AcceptInput, MessageSender } from "../messages/send.js";
 import type { Schedule } from "./entities.js";
+import { usageShard } from "../workspace/usage.js";
 import { advance, type Progress } from "./recurrence.js";
 import { nextStatus, progressPatch, scheduleView } from "./service.js";
 
@@ -111,25 +112,27 @@ export class ScheduleFiring {
   async fireBatch(limit = FIRE_BATCH, skip: Iterable<string> = [], only?: string, onClaim?: (ids: string[]) => void): Promise<FireResult[]> {
     return this.db.transaction(async (em) => {
       const now = new Date();
-      const skipped = [...skip];
-      // One message takes one usage shard and cannot deadlock: only batches need a workspace to themselves.
-      const alone = only !== undefined || limit === 1;
-      if (only !== undefined) limit = 1;
-      const workspaceId = alone ? null : await this.takeWorkspace(em, now, skipped);
-      if (!alone && !workspaceId) return [];
-      const claimed = await this.claim(em, now, limit, skipped, only ? [only] : null, workspaceId);
+      const claimed = await this.claim(em, now, only === undefined ? limit : 1, [...skip], only ?? null);
       onClaim?.(claimed.map((c) => c.schedule.id));
       // Messages this batch writes per workspace, so the allowance holds within the batch too.
       const written = new Map<string, number>();
       const fired: Fired[] = [];
+      const sends: { fired: Fired; input: Omit<AcceptInput, "idempotencyKey"> }[] = [];
       for (const c of claimed) {
-        if (c.fresh) {
-          fired.push(await this.send(em, c, written));
+        if (!c.fresh) {
+          this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
+          fired.push({ claimed: c, counted: false, message: null, failure: null });
           continue;
         }
-        this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
-        fired.push({ claimed: c, counted: false, message: null, failure: null });
+        const { fired: f, input } = this.prepare(c, written);
+        fired.push(f);
+        if (input) sends.push({ fired: f, input });
       }
+      // One statement writes the batch's messages. It counts them on one usage shard, one row per
+      // workspace taken in workspace order, so batches of one workspace run side by side without
+      // deadlocking on usage rows.
+      const views = await this.sender.acceptMany(em, sends.map((s) => s.input), usageShard());
+      sends.forEach((s, i) => (s.fired.message = views[i]!));
       if (fired.length) await this.finish(em, fired, now);
       return fired.map(result);
     });
@@ -156,42 +159,17 @@ export class ScheduleFiring {
   }
 
   /**
-   * Picks the workspace this batch fires for: the one with the oldest due schedule that no other
-   * batch is firing right now (a transaction-scoped advisory lock per workspace). Each accepted
-   * message adds one to a random one of its workspace's usage shards, locking that row until
-   * commit; two batches of one workspace would take several shards each in random order and
-   * deadlock. So batches of a workspace take turns, batches of different workspaces run side by
-   * side, and a worker never waits: it moves on to another workspace, or stops.
-   */
-  private async takeWorkspace(em: EntityManager, now: Date, skip: string[]): Promise<string | null> {
-    const candidates = await rows<{ workspace_id: string }>(
-      em,
-      `SELECT workspace_id FROM schedules
-        WHERE status = 'active' AND next_run_at <= $1 AND id <> ALL($2::text[])
-        GROUP BY workspace_id ORDER BY min(next_run_at) LIMIT 10`,
-      [now, skip],
-    );
-    for (const { workspace_id } of candidates) {
-      const [lock] = await rows<{ taken: boolean }>(em, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS taken`, [
-        `schedules.fire:${workspace_id}`,
-      ]);
-      if (lock?.taken) return workspace_id;
-    }
-    return null;
-  }
-
-  /**
    * The claim: due active schedules, locked (SKIP LOCKED: another worker's rows are passed over),
    * their run rows inserted (ON CONFLICT: an occurrence already run comes back not fresh), with
    * their live connection, their workspace's plan and its usage this month — one round trip.
    */
-  private async claim(em: EntityManager, now: Date, limit: number, skip: string[], only: string[] | null, workspaceId: string | null): Promise<Claimed[]> {
+  private async claim(em: EntityManager, now: Date, limit: number, skip: string[], only: string | null): Promise<Claimed[]> {
     const raw = await rows<ClaimRow>(
       em,
       `WITH due AS (
          SELECT id, next_run_at FROM schedules
           WHERE status = 'active' AND next_run_at <= $1 AND id <> ALL($2::text[])
-            AND ($4::text[] IS NULL OR id = ANY($4::text[])) AND ($6::text IS NULL OR workspace_id = $6)
+            AND ($4::text IS NULL OR id = $4)
           ORDER BY next_run_at
           LIMIT $3
           FOR UPDATE SKIP LOCKED
@@ -217,33 +195,27 @@ export class ScheduleFiring {
          LEFT JOIN run ON run.schedule_id = s.id
          LEFT JOIN connections c ON c.workspace_id = s.workspace_id AND c.slug = s.message->>'connection' AND c.deleted_at IS NULL
         ORDER BY due.next_run_at, s.id`,
-      [now, skip, limit, only, this.firedBy, workspaceId],
+      [now, skip, limit, only, this.firedBy],
     );
     return raw.map(claimedFromRow);
   }
 
-  /** Writes the occurrence's message: queued, or failed with the reason it cannot be sent now. */
-  private async send(em: EntityManager, c: Claimed, written: Map<string, number>): Promise<Fired> {
+  /** The occurrence's message to write: queued, or failed with the reason it cannot be sent now. */
+  private prepare(c: Claimed, written: Map<string, number>): { fired: Fired; input?: Omit<AcceptInput, "idempotencyKey"> } {
     const body = SendMessageBody.safeParse(c.schedule.message);
     if (!body.success) {
-      return { claimed: c, counted: true, message: null, failure: { code: "invalid_message", message: "The schedule's message is no longer a valid send request." } };
+      const failure = { code: "invalid_message", message: "The schedule's message is no longer a valid send request." };
+      return { fired: { claimed: c, counted: true, message: null, failure } };
     }
     if (!c.connection) {
       // Nothing to attach a message to: the run and the event carry the reason.
       const failure = { code: "connection_not_found", message: `No connection with slug ${body.data.connection} exists in the workspace.` };
-      return { claimed: c, counted: true, message: null, failure };
+      return { fired: { claimed: c, counted: true, message: null, failure } };
     }
     const failure = refusal(c, written.get(c.schedule.workspaceId) ?? 0);
     written.set(c.schedule.workspaceId, (written.get(c.schedule.workspaceId) ?? 0) + 1);
-    const message = await this.sender.accept(em, {
-      workspaceId: c.schedule.workspaceId,
-      connection: c.connection,
-      body: body.data,
-      idempotencyKey: null,
-      scheduleId: c.schedule.id,
-      ...(failure ? { failure } : {}),
-    });
-    return { claimed: c, counted: true, message, failure };
+    const input = { workspaceId: c.schedule.workspaceId, connection: c.connection, body: body.data, scheduleId: c.schedule.id, ...(failure ? { failure } : {}) };
+    return { fired: { claimed: c, counted: true, message: null, failure }, input };
   }
 
   /** Advances every fired schedule and writes its run and events: one statement for the batch. */
