@@ -68,6 +68,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     globalMiddleware: [
       authenticate({
         db: ctx.db,
+        keyCache: ctx.keyCache,
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
         requestsPerMinute: ctx.config.apiRateLimitPerMinute,
       }) as never,

@@ -1,6 +1,7 @@
 // Everything a request or a job may need, built once at start and passed down explicitly.
 import type { DataSource } from "typeorm";
 import { ApiKeyService } from "./api-keys/service.js";
+import { ApiKeyCache } from "./auth/key-cache.js";
 import { SignInService } from "./auth/sign-in.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -31,6 +32,8 @@ export interface AppContext {
   jobs: JobRunner;
   /** Linked-device engines by name; `config.transport` names the default for new connections. */
   engines: EngineRegistry;
+  /** Resolved API keys of this process (server/auth/key-cache.ts). */
+  keyCache: ApiKeyCache;
   /** Hands accepted messages to their engine (started only when config.dispatch.enabled). */
   dispatcher: MessageDispatcher;
   services: Services;
@@ -72,9 +75,9 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     sender,
     messageLifecycle: new MessageLifecycle(deps.db, deps.jobs, deps.logger, () => deps.dispatcher.wake()),
     signIn: new SignInService(deps.db, deps.mailer, deps.logger, deps.config.secretKey),
-    apiKeys: new ApiKeyService(deps.db),
-    team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger),
-    workspaces: new WorkspaceService(deps.db),
+    apiKeys: new ApiKeyService(deps.db, deps.keyCache),
+    team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
+    workspaces: new WorkspaceService(deps.db, deps.keyCache),
     connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
     providerCallbacks: new ProviderCallbackService(deps.db),
     schedules: new ScheduleService(deps.db, sender),

@@ -1,4 +1,5 @@
 // Assembling the process: config → database → jobs → http, and taking it apart again in reverse.
+import { ApiKeyCache } from "./auth/key-cache.js";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -36,7 +37,10 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
   const engines = new EngineRegistry();
   if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
-  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines };
+  // The embedded database cannot LISTEN: keys are looked up on every request there.
+  const keyCache = new ApiKeyCache(database.embedded ? null : database.url, logger);
+  await keyCache.start();
+  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines, keyCache };
   const base = { ...deps, dispatcher: createDispatcher(deps) };
   const ctx: AppContext = { ...base, services: createServices(base) };
 
@@ -89,6 +93,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await ctx.services.webhookFanout.stop();
       await ctx.services.webhookDeliverer.stop();
       await jobs.stop();
+      await keyCache.stop();
       mailer.close();
       await database.close();
     },

@@ -10,6 +10,7 @@ import { audit } from "../workspace/audit.js";
 import { PERMISSIONS } from "../workspace/roles.js";
 import { ApiKey } from "./entities.js";
 import { generateApiKey, keyPrefix, type KeyEnvironment } from "./key-format.js";
+import type { ApiKeyCache } from "../auth/key-cache.js";
 
 export interface IssueKeyInput {
   name: string;
@@ -18,7 +19,11 @@ export interface IssueKeyInput {
 }
 
 export class ApiKeyService {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    /** Emptied when a key is revoked here, so that the next request sees it at once. */
+    private readonly keyCache?: ApiKeyCache,
+  ) {}
 
   async issue(actor: SessionPrincipal, input: IssueKeyInput): Promise<{ key: ApiKey; plaintext: string }> {
     this.requireKeyManager(actor);
@@ -45,7 +50,7 @@ export class ApiKeyService {
         await audit(em, actor, "api_key.revoked", { type: "api_key", id: key.id });
       }
       return key;
-    });
+    }).finally(() => this.keyCache?.invalidate());
   }
 
   /** A new key with the same name, scopes and environment; the old one is revoked in the same transaction. */
@@ -60,7 +65,7 @@ export class ApiKeyService {
       const issued = await this.insertKey(em, actor, { name: old.name, scopes: old.scopes, environment: old.environment });
       await audit(em, actor, "api_key.rotated", { type: "api_key", id: old.id }, { replaced_by: issued.key.id });
       return issued;
-    });
+    }).finally(() => this.keyCache?.invalidate());
   }
 
   private async insertKey(em: EntityManager, actor: SessionPrincipal, input: { name: string; scopes: Scope[]; environment: KeyEnvironment }) {

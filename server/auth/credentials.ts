@@ -7,6 +7,7 @@ import { parseApiKey } from "../api-keys/key-format.js";
 import { prepared } from "../db/prepared.js";
 import { sha256 } from "../secrets.js";
 import { effectiveScopes } from "../workspace/roles.js";
+import type { ApiKeyCache } from "./key-cache.js";
 import type { Plan } from "../workspace/entities.js";
 
 const PLAN_COLUMNS = `p.id AS plan_id, p.name AS plan_name, p.rank AS plan_rank, p.max_connections, p.messages_per_month,
@@ -44,8 +45,20 @@ function planFromRow(r: PlanRow): Plan {
 const LAST_USED_RESOLUTION_MS = 60_000;
 const lastUsedWritten = new Map<string, number>();
 
-export async function resolveApiKey(db: DataSource, key: string): Promise<ApiKeyPrincipal | null> {
+/**
+ * The principal of an API key, or null for a malformed, unknown or revoked key. With `cache`, a key
+ * resolved before is answered from memory (server/auth/key-cache.ts says when that stays true).
+ */
+export async function resolveApiKey(db: DataSource, key: string, cache?: ApiKeyCache): Promise<ApiKeyPrincipal | null> {
   if (!parseApiKey(key)) return null;
+  const digest = sha256(key);
+  const cacheKey = cache ? digest.toString("base64") : "";
+  const cached = cache?.get(cacheKey);
+  if (cached) {
+    await touch(db, cached.keyId);
+    return cached;
+  }
+  const generation = cache?.generationNow() ?? 0;
   const rows: (PlanRow & {
     id: string;
     name: string;
@@ -64,16 +77,12 @@ export async function resolveApiKey(db: DataSource, key: string): Promise<ApiKey
        JOIN workspaces w ON w.id = k.workspace_id
        JOIN plans p ON p.id = w.plan_id
       WHERE k.digest = $1 AND k.revoked_at IS NULL`,
-    [sha256(key)],
+    [digest],
   );
   const r = rows[0];
   if (!r) return null;
-  const now = Date.now();
-  if ((lastUsedWritten.get(r.id) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
-    lastUsedWritten.set(r.id, now);
-    await db.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [r.id]);
-  }
-  return {
+  await touch(db, r.id);
+  const principal: ApiKeyPrincipal = {
     kind: "api_key",
     workspaceId: r.workspace_id,
     userId: r.created_by,
@@ -84,6 +93,16 @@ export async function resolveApiKey(db: DataSource, key: string): Promise<ApiKey
     environment: r.environment,
     scopes: effectiveScopes(r.scopes, r.role),
   };
+  cache?.set(cacheKey, principal, generation);
+  return principal;
+}
+
+/** Records the key's use, at most once a minute per key and process. */
+async function touch(db: DataSource, keyId: string): Promise<void> {
+  const now = Date.now();
+  if ((lastUsedWritten.get(keyId) ?? 0) >= now - LAST_USED_RESOLUTION_MS) return;
+  lastUsedWritten.set(keyId, now);
+  await db.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [keyId]);
 }
 
 export interface ResolvedSession {

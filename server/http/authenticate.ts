@@ -7,6 +7,7 @@ import { parse as parseCookies } from "cookie";
 import type { AppRoute } from "@ts-rest/core";
 import type { PlanFeature, RouteMetadata, Scope } from "../../contract/common.js";
 import { resolveApiKey, resolveSession } from "../auth/credentials.js";
+import type { ApiKeyCache } from "../auth/key-cache.js";
 import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { ApiError } from "./errors.js";
@@ -15,6 +16,8 @@ import { MemoryRateLimiter, rateLimitHeaders } from "./rate-limit.js";
 
 export interface AuthenticateOptions {
   db: DataSource;
+  /** Resolved keys of this process; absent: every request looks its key up. */
+  keyCache?: ApiKeyCache;
   /** Origins whose browsers may make cookie-authenticated mutations (the dashboard). */
   trustedOrigins: string[];
   requestsPerMinute: number;
@@ -63,7 +66,7 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
 
   async function keyPrincipal(bearer: string | undefined, res: Response, scope: Scope | undefined): Promise<Principal> {
     if (!bearer) throw new ApiError("unauthorized", "Send an API key as `Authorization: Bearer svc_live_…`.");
-    const principal = await resolveApiKey(options.db, bearer);
+    const principal = await resolveApiKey(options.db, bearer, options.keyCache);
     if (!principal) throw new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
     const decision = keyLimiter.hit(principal.keyId, options.requestsPerMinute);
     const headers = rateLimitHeaders(decision);

@@ -14,6 +14,7 @@ import { audit } from "../workspace/audit.js";
 import { Workspace } from "../workspace/entities.js";
 import { assignableRoles } from "../workspace/roles.js";
 import { Invitation, Member, User } from "./entities.js";
+import type { ApiKeyCache } from "../auth/key-cache.js";
 
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
 
@@ -31,6 +32,8 @@ export class TeamService {
     private readonly mailer: Mailer,
     private readonly config: Config,
     private readonly logger: Logger,
+    /** Emptied when a role changes or a member leaves, so that their keys change at once. */
+    private readonly keyCache?: ApiKeyCache,
   ) {}
 
   async list(actor: SessionPrincipal) {
@@ -133,7 +136,7 @@ export class TeamService {
       await audit(em, actor, "member.role_changed", { type: "member", id: target.id }, { from: target.role, to: role });
       const rows = await this.members(em, actor.workspaceId, target.id);
       return rows[0]!;
-    });
+    }).finally(() => this.keyCache?.invalidate());
   }
 
   async remove(actor: SessionPrincipal, memberId: string): Promise<void> {
@@ -145,7 +148,7 @@ export class TeamService {
       await em.delete(Member, { id: target.id });
       await em.query(`UPDATE sessions SET workspace_id = NULL WHERE user_id = $1 AND workspace_id = $2`, [target.userId, actor.workspaceId]);
       await audit(em, actor, "member.removed", { type: "member", id: target.id }, { role: target.role });
-    });
+    }).finally(() => this.keyCache?.invalidate());
   }
 
   private async lockMember(em: EntityManager, actor: SessionPrincipal, memberId: string): Promise<Member> {

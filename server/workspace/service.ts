@@ -5,11 +5,16 @@ import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import { Plan, Workspace } from "./entities.js";
 import { messagesThisMonth } from "./usage.js";
+import type { ApiKeyCache } from "../auth/key-cache.js";
 
 export const DEFAULT_PLAN = "pro";
 
 export class WorkspaceService {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    /** Emptied when the plan changes, so that the next request sees the new plan. */
+    private readonly keyCache?: ApiKeyCache,
+  ) {}
 
   /** Creates a workspace owned by `ownerEmail` (creating the user if new). */
   async create(name: string, ownerEmail: string, planId = DEFAULT_PLAN): Promise<Workspace> {
@@ -30,6 +35,7 @@ export class WorkspaceService {
   async setPlan(workspaceId: string, planId: string): Promise<void> {
     if (!(await this.db.getRepository(Plan).findOneBy({ id: planId }))) throw new ApiError("validation_failed", `Unknown plan ${planId}.`);
     const result = await this.db.getRepository(Workspace).update({ id: workspaceId }, { planId });
+    this.keyCache?.invalidate();
     if (!result.affected) throw ApiError.notFound("workspace");
   }
 
