@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { expectOk } from "../sdk/src/index.js";
+import { purgeExpiredIdempotencyKeys } from "../server/http/idempotency.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { pairConnection } from "./support/sandbox.js";
@@ -182,6 +183,38 @@ describe("idempotency of sends", () => {
     expect(rows).to.have.length(1);
   });
 
+  it("keeps a key for 24 hours: one minute before, another body is 422; after, the key sends anew", async () => {
+    const key = `ret-${randomBytes(6).toString("hex")}`;
+    const to = phone();
+    const send = (text: string) => http("POST", "/v1/messages/text", { body: { connection: c.slug, to, body: text }, headers: { ...c.auth, "idempotency-key": key } });
+    const age = (interval: string) =>
+      testEnv().gateway.ctx.db.query(`UPDATE idempotency_keys SET created_at = now() - $3::interval WHERE workspace_id = $1 AND key = $2`, [ws.id, key, interval]);
+    const first = await send("retained");
+    expect(first.status).to.equal(202);
+    await age("23 hours 59 minutes");
+    expect((await send("other")).status).to.equal(422);
+    await age("24 hours 1 second");
+    const anew = await send("other");
+    expect(anew.status).to.equal(202);
+    expect(anew.headers.get("idempotent-replayed")).to.equal(null);
+    expect(anew.json.id).to.not.equal(first.json.id);
+    const replay = await send("other");
+    expect(replay.headers.get("idempotent-replayed")).to.equal("true");
+    expect(replay.json.id).to.equal(anew.json.id);
+  });
+
+  it("prunes key records past retention and keeps the rest", async () => {
+    const db = testEnv().gateway.ctx.db;
+    const keys = [`old-${randomBytes(6).toString("hex")}`, `new-${randomBytes(6).toString("hex")}`];
+    for (const key of keys) {
+      expect((await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: phone(), body: key }, headers: { ...c.auth, "idempotency-key": key } })).status).to.equal(202);
+    }
+    await db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE workspace_id = $1 AND key = $2`, [ws.id, keys[0]]);
+    expect(await purgeExpiredIdempotencyKeys(db)).to.be.at.least(1);
+    const left = (await db.query(`SELECT key FROM idempotency_keys WHERE workspace_id = $1 AND key = ANY($2)`, [ws.id, keys])) as { key: string }[];
+    expect(left.map((r) => r.key)).to.deep.equal([keys[1]]);
+  });
+
   it("answers 422 for the same key with another body", async () => {
     const key = `k-${randomBytes(6).toString("hex")}`;
     await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: phone(), body: "a" }, headers: { ...c.auth, "idempotency-key": key } });
@@ -312,8 +345,15 @@ describe("send limits", () => {
       [ws.id],
     );
     expect((await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: phone(), body: "1000th" }, headers: c.auth })).status).to.equal(202);
-    const over = await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: phone(), body: "1001st" }, headers: c.auth });
+    const over = await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: phone(), body: "1001st" }, headers: { ...c.auth, "idempotency-key": `q-${randomBytes(6).toString("hex")}` } });
     expect(over.status).to.equal(429);
+    // Refused: nothing written, not even the key's record.
+    const written = (await testEnv().gateway.ctx.db.query(
+      `SELECT (SELECT count(*) FROM messages WHERE workspace_id = $1 AND body = '1001st')::int AS messages,
+              (SELECT count(*) FROM idempotency_keys WHERE workspace_id = $1)::int AS keys`,
+      [ws.id],
+    )) as { messages: number; keys: number }[];
+    expect(written[0]).to.deep.equal({ messages: 0, keys: 0 });
     expect(over.json.code).to.equal("quota_exceeded");
     expect(Number(over.headers.get("retry-after"))).to.be.greaterThan(0);
     expect((await expectOk(ws.owner.client.workspace.get())).usage.messages_this_month).to.equal(1000);
