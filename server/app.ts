@@ -10,6 +10,7 @@ import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js
 import type { AppContext } from "./context.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
+import { rejectNulCharacters } from "./http/nul-characters.js";
 import { requestContext } from "./http/request-context.js";
 import { messagesRouter } from "./messages/handlers.js";
 import { buildOpenApiDocument } from "./openapi/document.js";
@@ -72,6 +73,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
         requestsPerMinute: ctx.config.apiRateLimitPerMinute,
       }) as never,
+      rejectNulCharacters as never,
     ],
     requestValidationErrorHandler: validationProblem as never,
   });

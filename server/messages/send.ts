@@ -8,13 +8,14 @@ import type { MessageStatus, SendMessageBody, Message as MessageView } from "../
 import { Connection } from "../connections/entities.js";
 import { buildEvent, EVENT_INSERT_COLUMNS } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
-import { RETENTION_HOURS, requestFingerprint } from "../http/idempotency.js";
+import { requestFingerprint } from "../http/idempotency.js";
 import type { Principal } from "../http/principal.js";
 import { newId } from "../ids.js";
 import { isValidTimeZone } from "../schedules/recurrence.js";
 import { planHas, requirePlanFeature } from "../workspace/plan-gate.js";
 import { messagesThisMonth, usageShard } from "../workspace/usage.js";
 import type { Message } from "./entities.js";
+import { SendBatcher } from "./send-batch.js";
 import { messageView } from "./view.js";
 import { prepared } from "../db/prepared.js";
 
@@ -36,13 +37,17 @@ export interface SendOptions {
 }
 
 export class MessageSender {
-  constructor(private readonly db: DataSource) {}
+  private readonly batcher: SendBatcher;
+
+  constructor(private readonly db: DataSource) {
+    this.batcher = new SendBatcher(db, usageShard);
+  }
 
   /**
-   * Accepts a send in one statement (SEND_SQL): it reads the connection, the Idempotency-Key's
-   * record and the month's usage, and writes the message with everything that goes with it only
-   * when every rule holds, so a refused send changes nothing. The decision is then read off the
-   * statement's one result row.
+   * Accepts a send in one statement (server/messages/send-batch.ts, shared with the sends that
+   * arrive at the same time): it reads the connection, the Idempotency-Key's record and the
+   * month's usage, and writes the message with everything that goes with it only when every rule
+   * holds, so a refused send changes nothing. The decision is then read off what it found.
    */
   async send(principal: Principal, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
     checkContent(body);
@@ -61,14 +66,31 @@ export class MessageSender {
         scheduleId: options.scheduleId ?? null,
       });
       const { message, view, event } = draft;
-      const [r] = await prepared<SendRow>(this.db, "send-message", SEND_SQL, [
-        message.id, message.workspaceId, message.status, JSON.stringify(message.recipient), message.body,
-        json(message.media), json(message.location), json(message.context), json(message.metadata), message.contextSensitivity,
-        message.sendAt, message.timezone, message.createdAt, message.scheduleId, draft.timeline, usageShard(), key, JSON.stringify(view),
-        body.connection, fingerprint, deferred, planRefuses, allowance,
-        event?.id ?? null, event?.type ?? null, event ? JSON.stringify(event.payload) : null,
-      ]);
-      const row = r!;
+      const row = await this.batcher.send({
+        id: message.id,
+        workspaceId: message.workspaceId,
+        status: message.status as "queued" | "scheduled",
+        recipient: JSON.stringify(message.recipient),
+        body: message.body,
+        media: json(message.media),
+        location: json(message.location),
+        context: json(message.context),
+        metadata: json(message.metadata),
+        contextSensitivity: message.contextSensitivity,
+        sendAt: message.sendAt,
+        timezone: message.timezone,
+        createdAt: message.createdAt,
+        scheduleId: message.scheduleId,
+        timeline: draft.timeline,
+        idempotencyKey: key,
+        fingerprint,
+        view: JSON.stringify(view),
+        connectionSlug: body.connection,
+        deferred,
+        planRefuses,
+        allowance,
+        event: event ? { id: event.id, type: event.type, payload: JSON.stringify(event.payload) } : null,
+      });
       if (row.accepted) {
         const body202 = { ...view, from: row.c_phone };
         const scheduledFor = body202.status === "scheduled" && body202.send_at ? new Date(body202.send_at) : undefined;
@@ -226,89 +248,6 @@ export interface AcceptInput {
 function inFlight(): ApiError {
   return new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still in flight; retry shortly.", { retryAfter: 1 });
 }
-
-interface SendRow {
-  /** The key's advisory lock was free (always true without a key): no duplicate is running. */
-  taken: boolean;
-  accepted: boolean;
-  /** The key has a record that this send may not take over: replay it, or refuse. */
-  prior_blocks: boolean;
-  prior_fingerprint: Buffer | null;
-  prior_status: number | null;
-  prior_body: unknown;
-  used: number;
-  c_id: string | null;
-  c_state: string | null;
-  c_phone: string | null;
-}
-
-/** A key's record that a new request may take over: one past retention. */
-const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTION_HOURS} hours')`;
-
-/**
- * The send. Parameters: $1 message id, $2 workspace, $3 status, $4 recipient, $5 body, $6 media,
- * $7 location, $8 context, $9 metadata, $10 context_sensitivity, $11 send_at, $12 timezone,
- * $13 now, $14 schedule, $15 timeline statuses, $16 usage shard, $17 Idempotency-Key (or null),
- * $18 the response body, $19 connection slug, $20 request fingerprint, $21 deferred,
- * $22 plan refuses a deferred send, $23 monthly allowance (or null), $24-$26 event id, type and
- * payload (null for a deferred send).
- *
- * Concurrent duplicates: the first holds an advisory lock on its key until it commits, and a
- * duplicate that finds it taken writes nothing and is answered 409. The key's record is inserted
- * before the message and the message is written only if it was, so even a duplicate that came
- * after the commit but read an older snapshot writes nothing (ON CONFLICT sees the committed
- * record); it is then run again and replays.
- */
-const SEND_SQL = `WITH c AS (
-    SELECT id, state, phone FROM connections WHERE workspace_id = $2 AND slug = $19 AND deleted_at IS NULL
-  ), prior AS (
-    SELECT p.fingerprint, p.response_status, p.response_body, NOT ${TAKEOVER("p")} AS blocks
-      FROM idempotency_keys p WHERE p.workspace_id = $2 AND p.key = $17
-  ), lock AS (
-    SELECT CASE WHEN $17::text IS NULL THEN true ELSE pg_try_advisory_xact_lock(hashtextextended('idempotency:' || $2 || ':' || $17, 0)) END AS taken
-  ), used AS (
-    SELECT CASE WHEN $23::int IS NULL THEN 0 ELSE (
-      SELECT COALESCE(sum(messages_outbound), 0)::int FROM usage_daily
-       WHERE workspace_id = $2 AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) END AS n
-  ), ok AS (
-    SELECT c.id, c.phone FROM c, lock, used
-     WHERE lock.taken AND NOT $22::boolean AND ($21::boolean OR c.state = 'connected') AND ($23::int IS NULL OR used.n < $23)
-       AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.blocks)
-  ), i AS (
-    INSERT INTO idempotency_keys AS k (workspace_id, key, fingerprint, response_status, response_body, locked_until, created_at)
-    SELECT $2, $17, $20, 202, jsonb_set($18::jsonb, '{from}', COALESCE(to_jsonb(ok.phone), 'null'::jsonb)), NULL, now()
-      FROM ok WHERE $17::text IS NOT NULL
-    ON CONFLICT (workspace_id, key) DO UPDATE
-       SET fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
-           locked_until = NULL, created_at = now()
-     WHERE ${TAKEOVER("k")}
-    RETURNING 1
-  ), go AS (
-    SELECT ok.id, ok.phone FROM ok WHERE $17::text IS NULL OR EXISTS (SELECT 1 FROM i)
-  ), m AS (
-    INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
-                          context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at)
-    SELECT $1, $2, go.id, 'outbound', $3, $4::jsonb, go.phone, $5, $6::jsonb, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11::timestamptz, $12, $14, $13::timestamptz, $13::timestamptz
-      FROM go
-  ), t AS (
-    INSERT INTO message_timeline (message_id, status, at, detail)
-    SELECT $1, s, $13::timestamptz, NULL FROM go, unnest($15::text[]) AS s
-  ), d AS (
-    INSERT INTO dispatch_queue (message_id, connection_id, available_at) SELECT $1, go.id, $13::timestamptz FROM go WHERE $3 = 'queued'
-  ), u AS (
-    INSERT INTO usage_daily (workspace_id, day, shard, messages_outbound)
-    SELECT $2, (now() AT TIME ZONE 'UTC')::date, $16, 1 FROM go
-    ON CONFLICT (workspace_id, day, shard) DO UPDATE SET messages_outbound = usage_daily.messages_outbound + 1
-  ), e AS (
-    INSERT INTO events ${EVENT_INSERT_COLUMNS}
-    SELECT $24, $2, $25, go.id, jsonb_set($26::jsonb, '{data,from}', COALESCE(to_jsonb(go.phone), 'null'::jsonb)), $13::timestamptz
-      FROM go WHERE $25::text IS NOT NULL
-  )
-  SELECT lock.taken, EXISTS (SELECT 1 FROM go) AS accepted, used.n AS used,
-         COALESCE(prior.blocks, false) AS prior_blocks, prior.fingerprint AS prior_fingerprint,
-         prior.response_status AS prior_status, prior.response_body AS prior_body,
-         c.id AS c_id, c.state AS c_state, c.phone AS c_phone
-    FROM lock CROSS JOIN used LEFT JOIN prior ON true LEFT JOIN c ON true`;
 
 const CONNECTION_BY_SLUG = `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`;
 
