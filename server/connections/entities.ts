@@ -30,3 +30,22 @@ export class PairingGrant {
   @Column({ type: "timestamptz", name: "expires_at" }) expiresAt!: Date;
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
 }
+
+/** A raw `connections` row (snake_case, as selected with `SELECT *`) as the entity's fields. */
+export function connectionFromRow(r: Record<string, unknown>): Partial<Connection> {
+  return {
+    id: r.id as string,
+    workspaceId: r.workspace_id as string,
+    slug: r.slug as string,
+    name: r.name as string | null,
+    state: r.state as Connection["state"],
+    linked: r.linked as boolean,
+    phone: r.phone as string | null,
+    transport: r.transport as string,
+    callbackNonce: r.callback_nonce as string,
+    callbackTokenDigest: r.callback_token_digest as Buffer,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+    deletedAt: r.deleted_at as Date | null,
+  };
+}

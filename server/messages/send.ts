@@ -5,7 +5,7 @@
 // nothing unless every rule holds, so a send costs one round trip, close to a single INSERT.
 import type { DataSource, EntityManager } from "typeorm";
 import type { MessageStatus, SendMessageBody, Message as MessageView } from "../../contract/index.js";
-import { Connection } from "../connections/entities.js";
+import { Connection, connectionFromRow } from "../connections/entities.js";
 import { buildEvent, EVENT_INSERT_COLUMNS } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
 import { requestFingerprint } from "../http/idempotency.js";
@@ -272,24 +272,4 @@ function json(value: unknown): string | null {
 function secondsToNextMonth(now = new Date()): number {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
-}
-
-
-/** A raw connections row (snake_case) as the entity. */
-function connectionFromRow(r: Record<string, unknown>): Partial<Connection> {
-  return {
-    id: r.id as string,
-    workspaceId: r.workspace_id as string,
-    slug: r.slug as string,
-    name: r.name as string | null,
-    state: r.state as Connection["state"],
-    linked: r.linked as boolean,
-    phone: r.phone as string | null,
-    transport: r.transport as string,
-    callbackNonce: r.callback_nonce as string,
-    callbackTokenDigest: r.callback_token_digest as Buffer,
-    createdAt: r.created_at as Date,
-    updatedAt: r.updated_at as Date,
-    deletedAt: r.deleted_at as Date | null,
-  };
 }

@@ -5,13 +5,14 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent, ProviderEvent } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
-import { Connection, PairingGrant } from "../connections/entities.js";
+import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
 import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
-import { recordEvent } from "../events/record.js";
+import { buildEvent, EVENT_INSERT_COLUMNS, eventParams, recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import { Message, TimelineEntry } from "../messages/entities.js";
+import { fromRow } from "../messages/dispatcher.js";
 import { transition } from "../messages/status.js";
 import { messageView } from "../messages/view.js";
 import { countMessage } from "../workspace/usage.js";
@@ -25,24 +26,24 @@ export class ProviderCallbackService {
 
   async handle(providerName: string, token: string, event: ProviderEvent): Promise<ProviderAck> {
     return this.db.transaction(async (em) => {
-      // State reports lock the row so that they and user operations on the connection apply one
-      // at a time. Message reports only read it: a lock there would queue every report of a
-      // number behind the others and block new messages' foreign-key checks on the row.
-      const query = em
-        .getRepository(Connection)
-        .createQueryBuilder("c")
-        .where("c.callbackTokenDigest = :digest AND c.transport = :provider AND c.deletedAt IS NULL", {
-          digest: callbackTokenDigest(token),
-          provider: providerName,
-        });
-      const connection = await (event.type === "connection.state" ? query.setLock("pessimistic_write") : query).getOne();
-      if (!connection) throw ApiError.notFound("callback (unknown provider or token)");
-      const fresh = await rows(
+      // One round trip: the connection and the dedupe row. State reports lock the connection so
+      // that they and user operations on it apply one at a time. Message reports only read it:
+      // a lock there would queue every report of a number behind the others.
+      const [found] = await rows<Record<string, unknown> & { fresh: boolean }>(
         em,
-        `INSERT INTO provider_callbacks (connection_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`,
-        [connection.id, event.event_id],
+        `WITH c AS (
+           SELECT * FROM connections
+            WHERE callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL
+            ${event.type === "connection.state" ? "FOR UPDATE" : ""}
+         ), d AS (
+           INSERT INTO provider_callbacks (connection_id, event_id) SELECT id, $3 FROM c ON CONFLICT DO NOTHING RETURNING 1
+         )
+         SELECT c.*, EXISTS (SELECT 1 FROM d) AS fresh FROM c`,
+        [callbackTokenDigest(token), providerName, event.event_id],
       );
-      if (!fresh.length) return { accepted: false };
+      if (!found) throw ApiError.notFound("callback (unknown provider or token)");
+      if (!found.fresh) return { accepted: false };
+      const connection = em.getRepository(Connection).create(connectionFromRow(found));
       switch (event.type) {
         case "connection.state":
           return this.connectionState(em, connection, event);
@@ -107,20 +108,23 @@ export class ProviderCallbackService {
   }
 
   private async status(em: EntityManager, connection: Connection, event: MessageStatusEvent): Promise<ProviderAck> {
-    const message = await em.findOne(Message, {
-      where: { id: event.message_id, connectionId: connection.id, direction: "outbound" },
-      // NO KEY UPDATE: reports of one message apply one at a time, without blocking the
-      // foreign-key checks of its timeline rows.
-      lock: { mode: "for_no_key_update" },
-    });
-    if (!message) return { accepted: false };
+    // NO KEY UPDATE: reports of one message apply one at a time, without blocking the
+    // foreign-key checks of its timeline rows.
+    const [row] = await rows(em, `SELECT * FROM messages WHERE id = $1 AND connection_id = $2 AND direction = 'outbound' FOR NO KEY UPDATE`, [
+      event.message_id,
+      connection.id,
+    ]);
+    if (!row) return { accepted: false };
+    const message = fromRow(row);
     const decision = transition(message.status, event.status);
     const detail = event.error ? `${event.error.code}: ${event.error.message}` : null;
     const at = new Date(event.timestamp);
     if (!decision.apply) {
       // A late report (delivered after read) is history worth keeping, not a move backwards.
       if (!decision.recordInTimeline) return { accepted: false };
-      await em.insert(TimelineEntry, { messageId: message.id, status: event.status, at, detail: detail ? `late: ${detail}` : "late report" });
+      await em.query(`INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, $2, $3, $4)`, [
+        message.id, event.status, at, detail ? `late: ${detail}` : "late report",
+      ]);
       return { accepted: true };
     }
     const updated: Message = {
@@ -131,24 +135,22 @@ export class ProviderCallbackService {
       errorMessage: event.status === "failed" ? (event.error?.message ?? "The network reported a failure without details.") : message.errorMessage,
       updatedAt: new Date(),
     };
-    await em.update(
-      Message,
-      { id: message.id },
-      {
-        status: updated.status,
-        providerMessageId: updated.providerMessageId,
-        errorCode: updated.errorCode,
-        errorMessage: updated.errorMessage,
-        updatedAt: updated.updatedAt,
-      },
-    );
-    await em.insert(TimelineEntry, { messageId: message.id, status: event.status, at, detail });
-    await recordEvent(em, {
+    const recorded = buildEvent({
       workspaceId: connection.workspaceId,
       type: `message.${event.status}`,
       connection: { id: connection.id, slug: connection.slug },
       data: messageView(updated, connection.slug, connection.phone),
     });
+    // The message, its timeline entry and its event: one statement.
+    await em.query(
+      `WITH m AS (
+         UPDATE messages SET status = $2, provider_message_id = $3, error_code = $4, error_message = $5, updated_at = $6 WHERE id = $1
+       ), t AS (
+         INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, $2, $7, $8)
+       )
+       INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($9, $10, $11, $12, $13::jsonb, $14)`,
+      [updated.id, updated.status, updated.providerMessageId, updated.errorCode, updated.errorMessage, updated.updatedAt, at, detail, ...eventParams(recorded)],
+    );
     return { accepted: true };
   }
 }
