@@ -5,6 +5,7 @@
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
 import type { DataSource } from "typeorm";
 import type { Recipient } from "../../../contract/index.js";
+import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
@@ -71,17 +72,29 @@ export class SandboxEngine implements Engine {
    * way a real network answers a send to an unknown number: later, not at hand-off.
    */
   async send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }> {
-    const faults = await this.network.faults();
+    const { address, group } = recipientAddress(message.to);
+    // What the network knows of this send, in one round trip: its faults, the sender's session
+    // and the contact (none for a group, and none for an undeclared number).
+    const [known] = await rows<Faults & { state: string | null; running: boolean | null; phone: string | null; on_network: boolean | null; receipts: Receipts | null }>(
+      this.db,
+      `SELECT COALESCE(f.fail_next_sends, 0) AS fail_next_sends, COALESCE(f.latency_ms, 0) AS latency_ms,
+              COALESCE(f.duplicate_callbacks, false) AS duplicate_callbacks, s.state, s.running, s.phone, c.on_network, c.receipts
+         FROM (SELECT 1) AS one
+         LEFT JOIN sandbox_faults f ON true
+         LEFT JOIN sandbox_sessions s ON s.connection_id = $1
+         LEFT JOIN sandbox_contacts c ON c.phone = $2 AND NOT $3::boolean`,
+      [connection.id, address, group],
+    );
+    const faults: Faults = known!;
     await sleep(faults.latency_ms);
     if (faults.fail_next_sends > 0 && (await this.network.takeInjectedFailure())) {
       throw new EngineError("sandbox fault injection: fail_next_sends", false);
     }
-    const session = await this.db.getRepository(SandboxSession).findOneBy({ connectionId: connection.id });
-    if (session?.state !== "linked" || !session.running) {
+    if (known!.state !== "linked" || !known!.running) {
       throw new EngineError("the sandbox session is not linked or is stopped", false, "session_not_linked");
     }
-    const { address, group } = recipientAddress(message.to);
-    const contact = group ? null : await this.db.getRepository(SandboxContact).findOneBy({ phone: address });
+    const session = { phone: known!.phone };
+    const contact = known!.on_network === null ? null : { onNetwork: known!.on_network, receipts: known!.receipts! };
     const onNetwork = contact?.onNetwork ?? true;
     const providerMessageId = newProviderMessageId();
     const base = { type: "message.status" as const, message_id: message.messageId, provider_message_id: providerMessageId };
@@ -101,7 +114,7 @@ export class SandboxEngine implements Engine {
         ];
     // One statement: the delivery and its reports exist together or not at all. A retried hand-off
     // of the same message conflicts on message_id and queues nothing.
-    const rows: { provider_message_id: string }[] = await this.db.query(
+    const inserted: { provider_message_id: string }[] = await this.db.query(
       `WITH d AS (
          INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location, outcome)
          VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9::jsonb, $10)
@@ -125,9 +138,9 @@ export class SandboxEngine implements Engine {
         reportRows(reports, faults.duplicate_callbacks),
       ],
     );
-    if (rows[0]) {
+    if (inserted[0]) {
       this.outbox.wake();
-      return { providerMessageId: rows[0].provider_message_id };
+      return { providerMessageId: inserted[0].provider_message_id };
     }
     const [earlier] = (await this.db.query(`SELECT provider_message_id FROM sandbox_deliveries WHERE message_id = $1`, [message.messageId])) as {
       provider_message_id: string;
