@@ -19,7 +19,7 @@ function findNul(value: unknown, path: string, errors: FieldError[]): void {
     value.forEach((v, i) => findNul(v, `${path}.${i}`, errors));
   } else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
-      if (k.includes("\u0000")) errors.push({ path: `${path}.${k.replace(/\u0000/g, "\\u0000")}`, message: "names must not contain the NUL character (U+0000)" });
+      if (k.includes("\u0000")) errors.push({ path: `${path}.${k.replaceAll("\u0000", "\\u0000")}`, message: "names must not contain the NUL character (U+0000)" });
       findNul(v, `${path}.${k}`, errors);
     }
   }
