@@ -10,6 +10,7 @@ import { EngineError, type EngineRegistry } from "../engines/engine.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
+import { PollingLoop } from "../polling-loop.js";
 import type { Message } from "./entities.js";
 import { messageView } from "./view.js";
 
@@ -33,9 +34,7 @@ interface Lane {
 }
 
 export class MessageDispatcher {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly loop: PollingLoop;
   private readonly lanes = new Map<string, Lane>();
   private readonly active = new Set<Promise<void>>();
   private readonly intervalMs: number;
@@ -50,50 +49,34 @@ export class MessageDispatcher {
     this.intervalMs = 1000 / config.dispatch.ratePerConnection;
     // Never hold more claims for a connection than its pace can hand off well within the lock.
     this.laneLimit = Math.max(1, Math.floor((config.dispatch.ratePerConnection * config.dispatch.lockSeconds) / 3));
+    this.loop = new PollingLoop({
+      tick: () => this.claimAndEnqueue(),
+      full: (n) => n >= BATCH,
+      idleMs: IDLE_POLL_MS,
+      logger,
+      errorMessage: "dispatcher claim failed",
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Stops claiming, finishes the hand-offs in flight; unstarted claims expire for others. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
+    await this.loop.stop();
     await Promise.all(this.active);
   }
 
   /** A message was accepted by this process: look now rather than at the next poll. */
   wake(): void {
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      let claimed: Claimed[] = [];
-      try {
-        claimed = await this.claim();
-      } catch (err) {
-        this.logger.error({ err }, "dispatcher claim failed");
-      }
-      for (const c of claimed) this.enqueue(c);
-      if (claimed.length < BATCH) await this.idle();
-    }
-  }
-
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, IDLE_POLL_MS);
-      this.wakeUp = done;
-    });
+  private async claimAndEnqueue(): Promise<number> {
+    const claimed = await this.claim();
+    for (const c of claimed) this.enqueue(c);
+    return claimed.length;
   }
 
   private async claim(): Promise<Claimed[]> {

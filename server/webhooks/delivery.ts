@@ -14,6 +14,7 @@ import type { DataSource } from "typeorm";
 import { signWebhookPayload } from "../../sdk/src/webhooks.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
+import { PollingLoop } from "../polling-loop.js";
 import { decrypt } from "../secrets.js";
 import type { AllowList, Lookup } from "./address-policy.js";
 import type { AttemptTrigger, DeliveryStatus } from "./entities.js";
@@ -128,10 +129,11 @@ const IDLE_POLL_MS = 1000;
 const CLAIM_RETURNING = `d.id, d.endpoint_id, d.event_type, d.attempt_count, d.retry_step, e.url, e.secret_sealed, ev.payload`;
 
 export class WebhookDeliverer {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly loop: PollingLoop;
+  /** The loop idles because too few slots are free; track() wakes it once enough are. */
   private waitingForRoom = false;
+  /** The size of the loop's current claim; 0 while it waits for room. */
+  private claimLimit = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly perEndpointInFlight = new Map<string, number>();
   private readonly concurrency: number;
@@ -149,25 +151,28 @@ export class WebhookDeliverer {
     this.perEndpoint = Math.min(options.perEndpoint ?? 32, this.concurrency);
     this.schedule = options.retryScheduleMs ?? RETRY_SCHEDULE_MS;
     this.lockMs = options.timeoutMs + 30 * SECOND;
+    this.loop = new PollingLoop({
+      tick: () => this.claimAndAttempt(),
+      full: (n) => this.claimLimit > 0 && n >= this.claimLimit,
+      idleMs: IDLE_POLL_MS,
+      logger,
+      errorMessage: "webhook delivery claim failed",
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Stops claiming and waits for the attempts in flight; nothing claimed is left unrecorded. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
+    await this.loop.stop();
     await Promise.all(this.inFlight);
   }
 
   /** New deliveries exist (fan-out, resend): look now rather than at the next poll. */
   wake(): void {
-    this.wakeUp?.();
+    this.loop.wake();
   }
 
   /**
@@ -204,36 +209,22 @@ export class WebhookDeliverer {
     }
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      const room = this.concurrency - this.inFlight.size;
-      if (room < Math.max(1, Math.floor(this.concurrency / 4))) {
-        this.waitingForRoom = true;
-        await this.idle();
-        continue;
-      }
-      let claimed: Claimed[] = [];
-      try {
-        claimed = await this.claim(Math.min(room, CLAIM_BATCH_MAX));
-      } catch (err) {
-        this.logger.error({ err }, "webhook delivery claim failed");
-      }
-      for (const c of claimed) this.track(c);
-      if (claimed.length < Math.min(room, CLAIM_BATCH_MAX)) await this.idle();
+  /**
+   * One turn of the worker loop: claims as many deliveries as there is room for and starts them.
+   * With too little room it claims nothing and the loop idles until attempts finish (track wakes it).
+   */
+  private async claimAndAttempt(): Promise<number> {
+    this.waitingForRoom = false;
+    const room = this.concurrency - this.inFlight.size;
+    if (room < Math.max(1, Math.floor(this.concurrency / 4))) {
+      this.waitingForRoom = true;
+      this.claimLimit = 0;
+      return 0;
     }
-  }
-
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        this.waitingForRoom = false;
-        resolve();
-      };
-      const timer = setTimeout(done, IDLE_POLL_MS);
-      this.wakeUp = done;
-    });
+    this.claimLimit = Math.min(room, CLAIM_BATCH_MAX);
+    const claimed = await this.claim(this.claimLimit);
+    for (const c of claimed) this.track(c);
+    return claimed.length;
   }
 
   /**

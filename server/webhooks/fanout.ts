@@ -8,6 +8,7 @@ import type { DataSource } from "typeorm";
 import { rows } from "../db/rows.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
+import { PollingLoop } from "../polling-loop.js";
 
 const BATCH = 500;
 const IDLE_POLL_MS = 200;
@@ -18,56 +19,36 @@ export interface FanoutResult {
 }
 
 export class WebhookFanout {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly loop: PollingLoop;
 
   constructor(
     private readonly db: DataSource,
-    private readonly logger: Logger,
+    logger: Logger,
     /** Called after a batch that created deliveries committed (wakes this process's deliverer). */
-    private readonly onDeliveries: () => void,
-    private readonly options: { batch?: number; idlePollMs?: number } = {},
-  ) {}
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    const batch = this.options.batch ?? BATCH;
-    while (this.running) {
-      let result: FanoutResult = { events: 0, deliveries: 0 };
-      try {
-        result = await this.fanOutBatch(batch);
-      } catch (err) {
-        this.logger.error({ err }, "webhook fan-out failed");
-      }
-      if (result.deliveries > 0) this.onDeliveries();
-      if (result.events < batch) await this.idle();
-    }
-  }
-
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, this.options.idlePollMs ?? IDLE_POLL_MS);
-      this.wakeUp = done;
+    onDeliveries: () => void,
+    options: { batch?: number; idlePollMs?: number } = {},
+  ) {
+    const batch = options.batch ?? BATCH;
+    this.loop = new PollingLoop({
+      tick: async () => {
+        const result = await this.fanOutBatch(batch);
+        if (result.deliveries > 0) onDeliveries();
+        return result.events;
+      },
+      full: (n) => n >= batch,
+      idleMs: options.idlePollMs ?? IDLE_POLL_MS,
+      logger,
+      errorMessage: "webhook fan-out failed",
     });
   }
 
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
 
   /** Fans out up to `limit` pending events, oldest first, in one transaction. */
   async fanOutBatch(limit = BATCH): Promise<FanoutResult> {

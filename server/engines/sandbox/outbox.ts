@@ -5,6 +5,7 @@
 import type { DataSource } from "typeorm";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
+import { PollingLoop } from "../../polling-loop.js";
 
 const BATCH = 200;
 const IDLE_MS = 100;
@@ -26,55 +27,33 @@ interface Claimed {
 }
 
 export class CallbackOutbox {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly loop: PollingLoop;
 
   constructor(
     private readonly db: DataSource,
     private readonly logger: Logger,
     private readonly callbackUrlFor: CallbackUrlResolver,
-  ) {}
+  ) {
+    this.loop = new PollingLoop({
+      tick: () => this.tick(),
+      full: (n) => n >= BATCH,
+      idleMs: IDLE_MS,
+      logger,
+      errorMessage: "sandbox callback poll failed",
+    });
+  }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Finishes the post in flight; unsent rows stay for the next start. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
+    await this.loop.stop();
   }
 
   wake(): void {
-    this.wakeUp?.();
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      let claimed = 0;
-      try {
-        claimed = await this.tick();
-      } catch (err) {
-        if (this.running) this.logger.error({ err }, "sandbox callback poll failed");
-      }
-      if (claimed < BATCH && this.running) await this.idle();
-    }
-  }
-
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, IDLE_MS);
-      this.wakeUp = done;
-    });
+    this.loop.wake();
   }
 
   /** Posts what is due (sessions stopped by a suspend hold all but state reports); returns how many. */
@@ -107,7 +86,7 @@ export class CallbackOutbox {
       [...lanes.values()].map(async (lane) => {
         for (const row of lane) {
           // Shutting down: hand the unposted claims back at once rather than when their lock expires.
-          if (!this.running) unposted.push(row.id);
+          if (!this.loop.running) unposted.push(row.id);
           else await this.deliver(row);
         }
       }),
