@@ -4,7 +4,7 @@
 // message id, so a hand-off retried after a crash reaches the network once.
 import type { DataSource } from "typeorm";
 import type { Config } from "../config.js";
-import { Connection } from "../connections/entities.js";
+import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
 import { EngineError, type EngineRegistry } from "../engines/engine.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
@@ -128,8 +128,9 @@ export class MessageDispatcher {
   }
 
   private async handOff(c: Claimed): Promise<void> {
-    // Mark the attempt; a message canceled meanwhile has lost its queue row and is skipped.
-    const marked = await rows<Pick<Message, "id" | "recipient" | "body" | "media" | "location">>(
+    // Mark the attempt and read the connection, in one round trip; a message canceled meanwhile
+    // has lost its queue row and is skipped.
+    const [marked] = await rows<Record<string, unknown> & { m_id: string | null } & Pick<Message, "recipient" | "body" | "media" | "location">>(
       this.db,
       `WITH m AS (
          UPDATE messages SET status = 'submitting', updated_at = now()
@@ -140,15 +141,16 @@ export class MessageDispatcher {
          INSERT INTO message_timeline (message_id, status, detail)
          SELECT id, 'submitting', CASE WHEN $2::int > 1 THEN 'attempt ' || $2::int END FROM m
        )
-       SELECT m.id, m.recipient, m.body, m.media, m.location FROM m`,
-      [c.message_id, c.attempts],
+       SELECT c.*, m.id AS m_id, m.recipient, m.body, m.media, m.location
+         FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN connections c ON c.id = $3`,
+      [c.message_id, c.attempts, c.connection_id],
     );
-    const message = marked[0];
-    if (!message) {
+    if (!marked?.m_id) {
       await this.db.query(`DELETE FROM dispatch_queue WHERE message_id = $1`, [c.message_id]);
       return;
     }
-    const connection = await this.db.getRepository(Connection).findOneBy({ id: c.connection_id });
+    const message = { id: marked.m_id, recipient: marked.recipient, body: marked.body, media: marked.media, location: marked.location };
+    const connection = marked.id ? this.db.getRepository(Connection).create(connectionFromRow(marked)) : null;
     const engine = connection ? this.engines.get(connection.transport) : undefined;
     try {
       if (!connection || connection.state === "deleted") throw new EngineError("the connection was deleted", true, "connection_deleted");
