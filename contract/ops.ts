@@ -61,8 +61,21 @@ export type MessageStatusEvent = z.infer<typeof MessageStatusEvent>;
 export const ProviderEvent = z.discriminatedUnion("type", [ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent]);
 export type ProviderEvent = z.infer<typeof ProviderEvent>;
 
+/** Most events in one callback. */
+export const MAX_PROVIDER_EVENTS = 500;
+
+/** Several events in one callback, applied in order in one transaction. */
+export const ProviderEventBatch = z
+  .object({ events: z.array(ProviderEvent).min(1).max(MAX_PROVIDER_EVENTS) })
+  .strict()
+  .describe("Several events, applied in their order, all or none: one request and one transaction for a burst of receipts");
+export type ProviderEventBatch = z.infer<typeof ProviderEventBatch>;
+
+export const ProviderCallbackBody = z.union([ProviderEvent, ProviderEventBatch]);
+export type ProviderCallbackBody = z.infer<typeof ProviderCallbackBody>;
+
 export const ProviderCallbackAck = z.object({
-  accepted: z.boolean().describe("false when the event was ignored (a duplicate, or nothing to do)"),
+  accepted: z.boolean().describe("false when every event was ignored (duplicates, or nothing to do)"),
 });
 export type ProviderCallbackAck = z.infer<typeof ProviderCallbackAck>;
 
@@ -84,9 +97,10 @@ export const ops = c.router(
       summary: "Transport callback",
       description:
         "Called by the transport engine; authenticated only by the connection's callback token in the path. " +
-        "202 whether the event was handled or ignored; redeliveries (same `event_id`) are deduplicated. 404 for an unknown token.",
+        "The body is one event, or `{\"events\": [...]}` with up to 500 applied in order in one transaction. " +
+        "202 whether the events were handled or ignored; redeliveries (same `event_id`) are deduplicated. 404 for an unknown token.",
       pathParams: ProviderCallbackParams,
-      body: ProviderEvent,
+      body: ProviderCallbackBody,
       responses: { 202: ProviderCallbackAck, ...problems(400, 404, 501) },
       metadata: { security: { auth: "none" }, tag: "Operational" } satisfies RouteMetadata,
     },

@@ -77,6 +77,58 @@ describe("provider callbacks", () => {
     }
   });
 
+  it("applies a batch in order in one go: receipts, a repeat inside it and a redelivery of it change nothing twice", async () => {
+    const c = await setup();
+    const first = await insertOutbound(c.workspaceId, c.id);
+    const second = await insertOutbound(c.workspaceId, c.id);
+    const sent = statusReport(first, "sent");
+    const batch = {
+      events: [
+        sent,
+        statusReport(first, "delivered"),
+        { ...sent }, // the same event_id again: a redelivery within the batch
+        statusReport(second, "delivered"),
+        statusReport(first, "read"),
+        statusReport(first, "delivered"), // late: history, not a move backwards
+      ],
+    };
+    const res = await post(c.token, batch);
+    expect(res.status).to.equal(202);
+    expect(res.json).to.deep.equal({ accepted: true });
+    const statuses = await rows<{ id: string; status: string }>(`SELECT id, status FROM messages WHERE id = ANY($1)`, [[first, second]]);
+    expect(Object.fromEntries(statuses.map((r) => [r.id, r.status]))).to.deep.equal({ [first]: "read", [second]: "delivered" });
+    const timeline = await rows<{ status: string; detail: string | null }>(`SELECT status, detail FROM message_timeline WHERE message_id = $1 ORDER BY id`, [first]);
+    expect(timeline).to.deep.equal([
+      { status: "sent", detail: null },
+      { status: "delivered", detail: null },
+      { status: "read", detail: null },
+      { status: "delivered", detail: "late report" },
+    ]);
+    const events = await rows<{ type: string }>(
+      `SELECT type FROM events WHERE payload->'data'->>'id' = $1 ORDER BY created_at, id`,
+      [first],
+    );
+    expect(events.map((e) => e.type)).to.deep.equal(["message.sent", "message.delivered", "message.read"]);
+    // The whole batch again: every event_id is known, nothing changes.
+    const again = await post(c.token, batch);
+    expect(again.json).to.deep.equal({ accepted: false });
+    expect(await rows(`SELECT 1 FROM message_timeline WHERE message_id = $1`, [first])).to.have.length(4);
+  });
+
+  it("takes 1 to 500 events in a batch, and applies nothing from a batch with one bad event", async () => {
+    const c = await setup();
+    const id = await insertOutbound(c.workspaceId, c.id);
+    expect((await post(c.token, { events: [] })).status).to.equal(400);
+    const tooMany = Array.from({ length: 501 }, () => statusReport(id, "sent"));
+    expect((await post(c.token, { events: tooMany })).status).to.equal(400);
+    const bad = await post(c.token, { events: [statusReport(id, "sent"), { type: "connection.state", event_id: eventId(), state: "confused" }] });
+    expect(bad.status).to.equal(400);
+    expect((await rows<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, [id]))[0]!.status).to.equal("submitted");
+    const full = await post(c.token, { events: tooMany.slice(0, 500) });
+    expect(full.status).to.equal(202);
+    expect(await rows(`SELECT 1 FROM provider_callbacks WHERE connection_id = $1`, [c.id])).to.have.length(500);
+  });
+
   it("stores an inbound message from the sandbox with its timeline, a message.received event and the usage count", async () => {
     const c = await setup();
     const phone = uniquePhone();

@@ -197,42 +197,90 @@ describe("sandbox engine", () => {
       await engine().open();
     });
 
-    it("retries a report until the gateway acknowledges it, without holding up the others", async () => {
-      // The gateway's own poller stands aside; this one posts to a stand-in that fails e1 twice.
-      // (It assumes no other gateway process polls this database meanwhile: another poller would
-      // find no such connection and drop the rows.)
+    it("posts a connection's reports together in order, retries them until acknowledged, without holding up other connections", async () => {
+      // The gateway's own poller stands aside; this one posts to a stand-in that fails A's first
+      // two posts. (It assumes no other gateway process polls this database meanwhile: another
+      // poller would find no such connection and drop the rows.)
       await engine().close();
-      const seen: { status: number; body: { event_id: string } }[] = [];
+      const [a, b] = [newId("con"), newId("con")];
+      const seen: { connection: string; status: number; events: string[] }[] = [];
       server = createServer((req, res) => {
         let text = "";
         req.on("data", (d: Buffer) => (text += d.toString()));
         req.on("end", () => {
-          const body = JSON.parse(text) as { event_id: string };
-          const status = body.event_id === "e1" && seen.filter((s) => s.body.event_id === "e1").length < 2 ? 503 : 202;
-          seen.push({ status, body });
+          const connection = req.url!.slice("/cb/".length);
+          const events = (JSON.parse(text) as { events: { event_id: string }[] }).events.map((e) => e.event_id);
+          const status = connection === a && seen.filter((s) => s.connection === a).length < 2 ? 503 : 202;
+          seen.push({ connection, status, events });
+          res.writeHead(status, { "content-type": "application/json" }).end("{}");
+        });
+      });
+      await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb/`;
+      await db().query(
+        `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at) VALUES
+           ($1, 'connection.state', '{"type":"connection.state","event_id":"a1","state":"connected"}', now()),
+           ($1, 'connection.state', '{"type":"connection.state","event_id":"a2","state":"disconnected"}', now()),
+           ($2, 'connection.state', '{"type":"connection.state","event_id":"b1","state":"connected"}', now())`,
+        [a, b],
+      );
+      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (id) => (id === a || id === b ? base + id : null));
+      outbox.start();
+      try {
+        await waitFor(async () => seen.filter((s) => s.status === 202).length, (n) => n === 2, 15_000);
+      } finally {
+        await outbox.stop();
+      }
+      const posts = (id: string) => seen.filter((s) => s.connection === id).map((s) => [s.status, ...s.events]);
+      expect(posts(a)).to.deep.equal([
+        [503, "a1", "a2"],
+        [503, "a1", "a2"],
+        [202, "a1", "a2"],
+      ]);
+      expect(posts(b)).to.deep.equal([[202, "b1"]]);
+      // B was not held up behind A's retries.
+      expect(seen.findIndex((s) => s.connection === b)).to.be.lessThan(seen.findLastIndex((s) => s.connection === a));
+      const left = (await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = ANY($1)`, [[a, b]])) as { n: number }[];
+      expect(left[0]!.n).to.equal(0);
+    });
+
+    it("drops only the report the gateway refuses when it is in a batch", async () => {
+      await engine().close();
+      const id = newId("con");
+      const seen: { status: number; events: string[] }[] = [];
+      server = createServer((req, res) => {
+        let text = "";
+        req.on("data", (d: Buffer) => (text += d.toString()));
+        req.on("end", () => {
+          const events = (JSON.parse(text) as { events: { event_id: string }[] }).events.map((e) => e.event_id);
+          const status = events.includes("bad") ? 400 : 202;
+          seen.push({ status, events });
           res.writeHead(status, { "content-type": "application/json" }).end("{}");
         });
       });
       await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
-      const connectionId = newId("con");
       await db().query(
         `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at) VALUES
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"e1","state":"connected"}', now()),
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"e2","state":"disconnected"}', now() + interval '10 milliseconds')`,
-        [connectionId],
+           ($1, 'connection.state', '{"type":"connection.state","event_id":"c1","state":"connected"}', now()),
+           ($1, 'connection.state', '{"type":"connection.state","event_id":"bad","state":"connected"}', now()),
+           ($1, 'connection.state', '{"type":"connection.state","event_id":"c2","state":"disconnected"}', now())`,
+        [id],
       );
-      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (id) => (id === connectionId ? url : null));
+      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (c) => (c === id ? url : null));
       outbox.start();
       try {
-        await waitFor(async () => seen.filter((s) => s.status === 202).map((s) => s.body.event_id), (ids) => ids.length === 2, 15_000);
+        await waitFor(async () => seen.length, (n) => n === 4, 15_000);
       } finally {
         await outbox.stop();
       }
-      const attempts = (id: string) => seen.filter((s) => s.body.event_id === id).map((s) => s.status);
-      expect(attempts("e1")).to.deep.equal([503, 503, 202]);
-      expect(attempts("e2")).to.deep.equal([202]);
-      const left = (await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [connectionId])) as { n: number }[];
+      expect(seen.map((s) => [s.status, ...s.events])).to.deep.equal([
+        [400, "c1", "bad", "c2"],
+        [202, "c1"],
+        [400, "bad"],
+        [202, "c2"],
+      ]);
+      const left = (await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [id])) as { n: number }[];
       expect(left[0]!.n).to.equal(0);
     });
   });

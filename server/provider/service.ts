@@ -3,12 +3,13 @@
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
 // report that failed half-way leaves no dedupe row and is applied in full when retried.
 import type { DataSource, EntityManager } from "typeorm";
-import type { ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent, ProviderEvent } from "../../contract/index.js";
+import type { ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
 import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
 import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams, recordEvent } from "../events/record.js";
+import type { DomainEvent } from "../events/entities.js";
+import { buildEvent, EVENT_INSERT_COLUMNS, recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import { Message, TimelineEntry } from "../messages/entities.js";
@@ -24,34 +25,42 @@ export interface ProviderAck {
 export class ProviderCallbackService {
   constructor(private readonly db: DataSource) {}
 
-  async handle(providerName: string, token: string, event: ProviderEvent): Promise<ProviderAck> {
+  /**
+   * Applies one event, or a batch in order, in one transaction: all of it or none. Each event is
+   * deduplicated by its event_id (a redelivery, or the same event twice in a batch, is ignored).
+   */
+  async handle(providerName: string, token: string, body: ProviderCallbackBody): Promise<ProviderAck> {
+    const events = "events" in body ? body.events : [body];
     return this.db.transaction(async (em) => {
-      // One round trip: the connection and the dedupe row. State reports lock the connection so
+      // One round trip: the connection and the dedupe rows. State reports lock the connection so
       // that they and user operations on it apply one at a time. Message reports only read it:
       // a lock there would queue every report of a number behind the others.
-      const [found] = await rows<Record<string, unknown> & { fresh: boolean }>(
+      const locks = events.some((e) => e.type === "connection.state");
+      const [found] = await rows<Record<string, unknown> & { fresh: string[] }>(
         em,
         `WITH c AS (
            SELECT * FROM connections
             WHERE callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL
-            ${event.type === "connection.state" ? "FOR UPDATE" : ""}
+            ${locks ? "FOR UPDATE" : ""}
          ), d AS (
-           INSERT INTO provider_callbacks (connection_id, event_id) SELECT id, $3 FROM c ON CONFLICT DO NOTHING RETURNING 1
+           INSERT INTO provider_callbacks (connection_id, event_id) SELECT c.id, e FROM c, unnest($3::text[]) AS e
+           ON CONFLICT DO NOTHING RETURNING event_id
          )
-         SELECT c.*, EXISTS (SELECT 1 FROM d) AS fresh FROM c`,
-        [callbackTokenDigest(token), providerName, event.event_id],
+         SELECT c.*, ARRAY(SELECT event_id FROM d) AS fresh FROM c`,
+        [callbackTokenDigest(token), providerName, events.map((e) => e.event_id)],
       );
       if (!found) throw ApiError.notFound("callback (unknown provider or token)");
-      if (!found.fresh) return { accepted: false };
+      const fresh = new Set(found.fresh);
       const connection = em.getRepository(Connection).create(connectionFromRow(found));
-      switch (event.type) {
-        case "connection.state":
-          return this.connectionState(em, connection, event);
-        case "message.inbound":
-          return this.inbound(em, connection, event);
-        case "message.status":
-          return this.status(em, connection, event);
+      const statuses = new StatusBatch(connection);
+      let accepted = false;
+      for (const event of events) {
+        // The first of an event_id only: a repeat within the batch is a redelivery too.
+        if (!fresh.delete(event.event_id)) continue;
+        if (event.type === "message.status") statuses.add(event);
+        else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
       }
+      return { accepted: (await statuses.apply(em)) || accepted };
     });
   }
 
@@ -107,50 +116,88 @@ export class ProviderCallbackService {
     return { accepted: true };
   }
 
-  private async status(em: EntityManager, connection: Connection, event: MessageStatusEvent): Promise<ProviderAck> {
-    // NO KEY UPDATE: reports of one message apply one at a time, without blocking the
-    // foreign-key checks of its timeline rows.
-    const [row] = await rows(em, `SELECT * FROM messages WHERE id = $1 AND connection_id = $2 AND direction = 'outbound' FOR NO KEY UPDATE`, [
-      event.message_id,
+}
+
+/**
+ * The status reports of one callback, applied together: their messages read and locked in one
+ * statement, each report decided in order against the message as the ones before it left it, and
+ * every change, timeline entry and event written in one more.
+ */
+class StatusBatch {
+  private readonly reports: MessageStatusEvent[] = [];
+
+  constructor(private readonly connection: Connection) {}
+
+  add(report: MessageStatusEvent): void {
+    this.reports.push(report);
+  }
+
+  /** True when any report changed something. */
+  async apply(em: EntityManager): Promise<boolean> {
+    if (!this.reports.length) return false;
+    const { connection } = this;
+    const ids = [...new Set(this.reports.map((r) => r.message_id))].sort();
+    // NO KEY UPDATE, in id order: reports of one message apply one at a time, without blocking
+    // the foreign-key checks of its timeline rows, and two batches cannot deadlock.
+    const found = await rows(em, `SELECT * FROM messages WHERE id = ANY($1) AND connection_id = $2 AND direction = 'outbound' ORDER BY id FOR NO KEY UPDATE`, [
+      ids,
       connection.id,
     ]);
-    if (!row) return { accepted: false };
-    const message = fromRow(row);
-    const decision = transition(message.status, event.status);
-    const detail = event.error ? `${event.error.code}: ${event.error.message}` : null;
-    const at = new Date(event.timestamp);
-    if (!decision.apply) {
-      // A late report (delivered after read) is history worth keeping, not a move backwards.
-      if (!decision.recordInTimeline) return { accepted: false };
-      await em.query(`INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, $2, $3, $4)`, [
-        message.id, event.status, at, detail ? `late: ${detail}` : "late report",
-      ]);
-      return { accepted: true };
+    const messages = new Map(found.map((r) => [r.id as string, fromRow(r)]));
+    const changed = new Map<string, Message>();
+    const timeline: { id: string; status: string; at: Date; detail: string | null }[] = [];
+    const events: DomainEvent[] = [];
+    const now = Date.now();
+    for (const report of this.reports) {
+      const message = messages.get(report.message_id);
+      if (!message) continue;
+      const decision = transition(message.status, report.status);
+      const detail = report.error ? `${report.error.code}: ${report.error.message}` : null;
+      const at = new Date(report.timestamp);
+      if (!decision.apply) {
+        // A late report (delivered after read) is history worth keeping, not a move backwards.
+        if (decision.recordInTimeline) timeline.push({ id: message.id, status: report.status, at, detail: detail ? `late: ${detail}` : "late report" });
+        continue;
+      }
+      const updated: Message = {
+        ...message,
+        status: report.status,
+        providerMessageId: report.provider_message_id ?? message.providerMessageId,
+        errorCode: report.status === "failed" ? (report.error?.code ?? "provider_failed") : message.errorCode,
+        errorMessage: report.status === "failed" ? (report.error?.message ?? "The network reported a failure without details.") : message.errorMessage,
+        updatedAt: new Date(now),
+      };
+      messages.set(message.id, updated);
+      changed.set(message.id, updated);
+      timeline.push({ id: message.id, status: report.status, at, detail });
+      // A millisecond apart, so that the outbox's (created_at, id) order keeps the reports' order.
+      const data = messageView(updated, connection.slug, connection.phone);
+      events.push(buildEvent({ workspaceId: connection.workspaceId, type: `message.${report.status}`, connection, data }, new Date(now + events.length)));
     }
-    const updated: Message = {
-      ...message,
-      status: event.status,
-      providerMessageId: event.provider_message_id ?? message.providerMessageId,
-      errorCode: event.status === "failed" ? (event.error?.code ?? "provider_failed") : message.errorCode,
-      errorMessage: event.status === "failed" ? (event.error?.message ?? "The network reported a failure without details.") : message.errorMessage,
-      updatedAt: new Date(),
-    };
-    const recorded = buildEvent({
-      workspaceId: connection.workspaceId,
-      type: `message.${event.status}`,
-      connection: { id: connection.id, slug: connection.slug },
-      data: messageView(updated, connection.slug, connection.phone),
-    });
-    // The message, its timeline entry and its event: one statement.
+    if (!timeline.length) return false;
+    const m = [...changed.values()];
     await em.query(
       `WITH m AS (
-         UPDATE messages SET status = $2, provider_message_id = $3, error_code = $4, error_message = $5, updated_at = $6 WHERE id = $1
+         UPDATE messages t SET status = v.status, provider_message_id = v.provider_message_id, error_code = v.error_code,
+                               error_message = v.error_message, updated_at = v.updated_at
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+             AS v(id, status, provider_message_id, error_code, error_message, updated_at)
+          WHERE t.id = v.id
        ), t AS (
-         INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, $2, $7, $8)
+         INSERT INTO message_timeline (message_id, status, at, detail)
+         SELECT message_id, status, at, detail FROM unnest($7::text[], $8::text[], $9::timestamptz[], $10::text[])
+           WITH ORDINALITY AS v(message_id, status, at, detail, n) ORDER BY n
        )
-       INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($9, $10, $11, $12, $13::jsonb, $14)`,
-      [updated.id, updated.status, updated.providerMessageId, updated.errorCode, updated.errorMessage, updated.updatedAt, at, detail, ...eventParams(recorded)],
+       INSERT INTO events ${EVENT_INSERT_COLUMNS}
+       SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])`,
+      [
+        m.map((x) => x.id), m.map((x) => x.status), m.map((x) => x.providerMessageId), m.map((x) => x.errorCode), m.map((x) => x.errorMessage),
+        m.map((x) => x.updatedAt),
+        timeline.map((t) => t.id), timeline.map((t) => t.status), timeline.map((t) => t.at), timeline.map((t) => t.detail),
+        events.map((e) => e.id), events.map((e) => e.workspaceId), events.map((e) => e.type), events.map((e) => e.connectionId),
+        events.map((e) => JSON.stringify(e.payload)), events.map((e) => e.createdAt),
+      ],
     );
-    return { accepted: true };
+    return true;
   }
 }

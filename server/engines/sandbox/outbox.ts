@@ -1,6 +1,6 @@
 // The reports the sandbox owes the gateway. They are rows first (written with the change that
-// causes them), then posted over real HTTP to the gateway's callback URL, in due order, until the
-// gateway acknowledges them: a gateway that is down or restarting loses nothing. Several processes
+// causes them), then posted over real HTTP to the gateway's callback URL, a connection's due
+// reports together as one batch in due order, until the gateway acknowledges them: a gateway that is down or restarting loses nothing. Several processes
 // may poll the same table; a claim locks rows for a while, so a poller that dies hands them on.
 import type { DataSource } from "typeorm";
 import { rows } from "../../db/rows.js";
@@ -74,21 +74,15 @@ export class CallbackOutbox {
       [BATCH, String(CLAIM_SECONDS)],
     );
     claimed.sort((a, b) => new Date(a.due_at).getTime() - new Date(b.due_at).getTime() || Number(BigInt(a.id) - BigInt(b.id)));
-    // Reports of one message (or one connection's state) go in order; different ones in parallel.
-    const lanes = new Map<string, Claimed[]>();
-    for (const row of claimed) {
-      const event = row.event as { message_id?: string; provider_message_id?: string };
-      const lane = `${row.connection_id}:${event.message_id ?? event.provider_message_id ?? "state"}`;
-      lanes.set(lane, [...(lanes.get(lane) ?? []), row]);
-    }
+    // A connection's reports go in one request, in due order; connections in parallel.
+    const byConnection = new Map<string, Claimed[]>();
+    for (const row of claimed) byConnection.set(row.connection_id, [...(byConnection.get(row.connection_id) ?? []), row]);
     const unposted: string[] = [];
     await Promise.all(
-      [...lanes.values()].map(async (lane) => {
-        for (const row of lane) {
-          // Shutting down: hand the unposted claims back at once rather than when their lock expires.
-          if (!this.loop.running) unposted.push(row.id);
-          else await this.deliver(row);
-        }
+      [...byConnection.values()].map(async (reports) => {
+        // Shutting down: hand the unposted claims back at once rather than when their lock expires.
+        if (!this.loop.running) unposted.push(...reports.map((r) => r.id));
+        else await this.deliver(reports);
       }),
     );
     if (unposted.length) {
@@ -97,42 +91,52 @@ export class CallbackOutbox {
     return claimed.length;
   }
 
-  private async deliver(row: Claimed): Promise<void> {
-    const url = await this.callbackUrlFor(row.connection_id);
-    if (!url) return this.drop(row, "the connection no longer exists");
+  /** Posts one connection's reports as one batch; acknowledged, they are deleted, else retried together. */
+  private async deliver(reports: Claimed[]): Promise<void> {
+    const url = await this.callbackUrlFor(reports[0]!.connection_id);
+    if (!url) return this.drop(reports, "the connection no longer exists");
+    const ids = reports.map((r) => r.id);
     let failure: string;
     try {
       const res = await fetch(url, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify(row.event),
+        body: JSON.stringify({ events: reports.map((r) => r.event) }),
         signal: AbortSignal.timeout(POST_TIMEOUT_MS),
       });
       const text = await res.text();
       if (res.ok) {
-        await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = $1`, [row.id]);
+        await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [ids]);
         return;
       }
-      // 404: the gateway no longer knows the connection (deleted); 4xx: a report it will never take.
+      // 404: the gateway no longer knows the connection (deleted); 4xx: a report it will never
+      // take. In a batch, find it by posting the reports one by one: only it is dropped.
       if (res.status >= 400 && res.status < 500 && res.status !== 429) {
-        return this.drop(row, `the gateway answered ${res.status}: ${text.slice(0, 300)}`, res.status !== 404);
+        if (res.status !== 404 && reports.length > 1) {
+          for (const report of reports) await this.deliver([report]);
+          return;
+        }
+        return this.drop(reports, `the gateway answered ${res.status}: ${text.slice(0, 300)}`, res.status !== 404);
       }
       failure = `HTTP ${res.status}`;
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
     }
-    if (row.attempts >= MAX_ATTEMPTS) return this.drop(row, `gave up after ${row.attempts} attempts: ${failure}`, true);
-    const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(row.attempts - 1, 10));
+    const attempts = Math.max(...reports.map((r) => r.attempts));
+    if (attempts >= MAX_ATTEMPTS) return this.drop(reports, `gave up after ${attempts} attempts: ${failure}`, true);
+    const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempts - 1, 10));
     await this.db.query(
-      `UPDATE sandbox_callbacks SET due_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3 WHERE id = $1`,
-      [row.id, String(backoff), failure],
+      `UPDATE sandbox_callbacks SET due_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3 WHERE id = ANY($1::bigint[])`,
+      [ids, String(backoff), failure],
     );
   }
 
-  private async drop(row: Claimed, reason: string, loud = false): Promise<void> {
-    const entry = { connection_id: row.connection_id, event_type: row.event.type, event_id: row.event.event_id, reason };
-    if (loud) this.logger.error(entry, "sandbox dropped a callback");
-    else this.logger.debug(entry, "sandbox dropped a callback");
-    await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = $1`, [row.id]);
+  private async drop(reports: Claimed[], reason: string, loud = false): Promise<void> {
+    for (const row of reports) {
+      const entry = { connection_id: row.connection_id, event_type: row.event.type, event_id: row.event.event_id, reason };
+      if (loud) this.logger.error(entry, "sandbox dropped a callback");
+      else this.logger.debug(entry, "sandbox dropped a callback");
+    }
+    await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [reports.map((r) => r.id)]);
   }
 }
