@@ -2,8 +2,8 @@
 import type { DataSource } from "typeorm";
 import type { Logger } from "../logger.js";
 import { createDataSource } from "./data-source.js";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded.js";
-import { closePreparedPools, markSharedSession } from "./prepared.js";
+import type { EmbeddedPostgres } from "./embedded.js";
+import { markSharedSession } from "./prepared.js";
 
 export interface Database {
   dataSource: DataSource;
@@ -17,6 +17,8 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
   let embedded: EmbeddedPostgres | undefined;
   let url = options.url;
   if (!url) {
+    // Loaded only here: PGlite and its socket server are for installs without DATABASE_URL.
+    const { startEmbeddedPostgres } = await import("./embedded.js");
     embedded = await startEmbeddedPostgres(options.dataDir ?? undefined);
     url = embedded.url;
     options.logger.info({ data_dir: options.dataDir ?? "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
@@ -33,7 +35,6 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
     url,
     embedded: Boolean(embedded),
     async close() {
-      await closePreparedPools(dataSource);
       await dataSource.destroy();
       await embedded?.stop();
     },
