@@ -13,7 +13,6 @@ import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/e
 import { rejectNulCharacters } from "./http/nul-characters.js";
 import { requestContext } from "./http/request-context.js";
 import { messagesRouter } from "./messages/handlers.js";
-import { buildOpenApiDocument } from "./openapi/document.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
 import { providerCallbackHandler } from "./provider/handlers.js";
 import { schedulesRouter } from "./schedules/handlers.js";
@@ -43,7 +42,14 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   const sandbox = sandboxControl(ctx.config, ctx.engines);
   if (sandbox) app.use(SANDBOX_CONTROL_PATH, sandbox);
 
-  const openapi = buildOpenApiDocument({ serverUrl: ctx.config.baseUrl });
+  // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
+  // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
+  let openapi: Promise<unknown> | undefined;
+  const openapiDocument = () => {
+    openapi ??= import("./openapi/document.js").then((m) => m.buildOpenApiDocument({ serverUrl: ctx.config.baseUrl }));
+    openapi.catch(() => (openapi = undefined));
+    return openapi;
+  };
   const router = s.router(contract, {
     messages: messagesRouter(ctx),
     connections: connectionsRouter(ctx),
@@ -56,7 +62,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     oauth: notImplemented(contract.oauth),
     mcp: notImplemented(contract.mcp),
     ops: {
-      openapi: async () => ({ status: 200, body: openapi }),
+      openapi: async () => ({ status: 200, body: await openapiDocument() }),
       providerCallback: providerCallbackHandler(ctx),
     },
   } as never);

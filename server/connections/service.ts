@@ -2,7 +2,6 @@
 // the plan's allowance under a lock on the workspace row, so two parallel creates cannot both take
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
-import QRCode from "qrcode";
 import { IsNull, QueryFailedError, type DataSource, type EntityManager } from "typeorm";
 import type { Connection as ConnectionView, CreateConnectionBody } from "../../contract/index.js";
 import type { JobRunner } from "../../jobs/runner.js";
@@ -198,6 +197,8 @@ export class ConnectionService {
     );
     if (!row) throw ApiError.notFound("pairing grant (unknown, already redeemed or expired)");
     const payload = decrypt(this.config.secretKey, row.payload_sealed);
+    // Loaded on the first QR code, not at start: most processes never draw one.
+    const { default: QRCode } = await import("qrcode");
     const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });
     return { grantId, payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt: new Date(row.expires_at) };
   }

@@ -3,7 +3,8 @@
 // fresh install can sign in with no mail server.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import nodemailer, { type Transporter } from "nodemailer";
+import type nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Logger } from "../logger.js";
 
 export interface Mail {
@@ -17,21 +18,42 @@ export interface Mailer {
   close(): void;
 }
 
+/**
+ * nodemailer is loaded, and the transport made, on the first mail rather than at start: a process
+ * may send none (sign-in codes and invitations are rare), and the module is a sizeable part of an
+ * idle gateway's memory (docs/performance.md, Export).
+ */
+function lazyTransport(make: (mailer: typeof nodemailer) => Transporter): { get(): Promise<Transporter>; close(): void } {
+  let transport: Promise<Transporter> | undefined;
+  return {
+    get() {
+      transport ??= import("nodemailer").then((m) => make(m.default));
+      // A failed load is not cached: the next mail tries again.
+      transport.catch(() => (transport = undefined));
+      return transport;
+    },
+    close() {
+      void transport?.then((t) => t.close(), () => undefined);
+    },
+  };
+}
+
 export function createMailer(options: { smtpUrl?: string | undefined; from: string; outboxDir: string; logger: Logger }): Mailer {
-  if (options.smtpUrl) {
-    const transport: Transporter = nodemailer.createTransport(options.smtpUrl);
+  const smtpUrl = options.smtpUrl;
+  if (smtpUrl) {
+    const transport = lazyTransport((mailer) => mailer.createTransport(smtpUrl));
     return {
       async send(mail) {
-        await transport.sendMail({ from: options.from, ...mail });
+        await (await transport.get()).sendMail({ from: options.from, ...mail });
       },
       close: () => transport.close(),
     };
   }
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" });
+  const transport = lazyTransport((mailer) => mailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" }));
   let seq = 0;
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from: options.from, ...mail });
+      const info = await (await transport.get()).sendMail({ from: options.from, ...mail });
       await mkdir(options.outboxDir, { recursive: true });
       const file = join(options.outboxDir, `${Date.now()}-${++seq}.eml`);
       await writeFile(file, info.message as Buffer);

@@ -8,14 +8,25 @@
 // the last byte, and a client that stops reading would stop the gateway. Batches hold no
 // connection and no transaction between them, work the same on both databases, and read each
 // row exactly once: created_at and id never change, so the position survives concurrent writes.
-// The next batch is fetched while the current one is written, and only when the client reads:
-// the HTTP response's backpressure reaches the database. Each batch is formatted as one chunk of
-// CSV text: writing record by record costs a stream hop and an HTTP chunk per row, which halved
-// the throughput in bench/export.ts.
-import { Readable } from "node:stream";
-import { stringify, type Options as CsvOptions } from "csv-stringify/sync";
+//
+// Each row is written, as one record, to csv-stringify's streaming stringifier (a Transform).
+// Backpressure runs from the HTTP response to the database: the response stops reading the
+// stream below, which stops reading the stringifier, whose writes then report it full; the
+// feeder waits for it to drain, and reads the next batch only once the stringifier has taken the
+// whole current one (one batch is read ahead, while the current one is written). The stream
+// hands the response everything the stringifier holds at once (`read()` in paused mode), up to
+// 64 KB a chunk rather than a chunk per record: a chunk per record costs a stream hop and an HTTP
+// chunk per row, which halved the throughput in bench/export.ts.
+//
+// The batches' statements run through pooledRows() (pg-pool's pool.query) rather than
+// db.query(): rows read through pg's promise API were promoted to V8's old generation and filled
+// it with garbage up to the next full collection (server/db/pooled.ts). Batches are small for the
+// same reason (EXPORT_BATCH_SIZE; docs/performance.md, Export).
+import { Readable, type Writable } from "node:stream";
+import { stringify, type Stringifier } from "csv-stringify";
 import type { DataSource } from "typeorm";
 import type { ExportMessagesQuery } from "../../contract/index.js";
+import { pooledRows } from "../db/pooled.js";
 import type { CursorPosition } from "../http/cursor.js";
 import { MICROSECOND_INSTANT, messageFilterSql } from "./reads.js";
 
@@ -33,7 +44,19 @@ export const EXPORT_COLUMNS = [
   "error_code",
 ] as const;
 
-export const EXPORT_BATCH_SIZE = 2000;
+/**
+ * Rows a batch. A batch's rows live until the last of them is written, and the read-ahead batch
+ * as long again: 2,000-row batches outlasted two young-generation collections (one every
+ * ~1,500-2,000 rows of an export), so V8 promoted most rows to the old generation, which grew by
+ * ~30 MB for 200,000 rows. 500-row batches die young: no growth, same throughput.
+ */
+export const EXPORT_BATCH_SIZE = 500;
+
+/**
+ * What the stringifier's readable side holds before its writes report it full, hence the largest
+ * chunk the response is written in. Besides it, an export holds its two batches of rows.
+ */
+const CSV_CHUNK_BYTES = 64 * 1024;
 
 /** Millisecond UTC instants, as in every JSON response. */
 const INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -59,29 +82,39 @@ export function exportCounters(): Readonly<typeof counters> {
   return { ...counters };
 }
 
+/** Runs one statement of the export and returns its rows. */
+export type ExportStatements = <T>(sql: string, params: unknown[]) => Promise<T[]>;
+
+export interface ExportOptions {
+  batchSize?: number;
+  /** How the export's statements run; by default on the pool with pooledRows() (tests wrap it). */
+  statements?: ExportStatements;
+}
+
 /**
  * The export as a stream of CSV text (header row first). The first batch is read before this
  * resolves, so a database failure at the start is an ordinary error response; a failure later
  * destroys the stream with the error. Destroying the stream (the client went away) stops the
- * reading: the generator returns at its next step, after at most the read-ahead batch.
+ * reading: the feeder returns at its next step, after at most the read-ahead batch.
  */
 export async function openMessagesCsv(
   db: DataSource,
   workspaceId: string,
   query: ExportMessagesQuery,
-  options: { batchSize?: number } = {},
+  options: ExportOptions = {},
 ): Promise<Readable> {
   const batchSize = options.batchSize ?? EXPORT_BATCH_SIZE;
+  const run: ExportStatements = options.statements ?? ((sql, params) => pooledRows(db, sql, params));
   // The window is fixed once, on the database clock that wrote created_at.
-  const [{ cutoff }] = (await db.query(
+  const [{ cutoff }] = (await run<{ cutoff: string }>(
     `SELECT to_char((now() - make_interval(days => $1)) AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT}) AS cutoff`,
     [query.days],
   )) as [{ cutoff: string }];
   const filters = { connection: query.connection, status: query.status, direction: query.direction };
-  const readBatch = async (before?: CursorPosition): Promise<CsvBatch> => {
+  const readBatch = async (before?: CursorPosition): Promise<RowBatch> => {
     const { where, params } = messageFilterSql(workspaceId, filters, before);
     params.push(cutoff, batchSize);
-    const rows: ExportRow[] = await db.query(
+    const rows = await run<ExportRow>(
       `SELECT m.id,
               to_char(m.created_at AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT}) AS position,
               to_char(m.created_at AT TIME ZONE 'UTC', ${INSTANT}) AS created_at,
@@ -100,54 +133,108 @@ export async function openMessagesCsv(
         LIMIT $${params.length}`,
       params,
     );
-    // Formatted and encoded at once, so a batch waiting for the client is one buffer outside the
-    // heap rather than its row objects. (The heap still grows during a long export: V8 defers full
-    // collections while garbage is cheap to keep. With --max-old-space-size=128 a 1,000,000-row
-    // export peaks 11 MB over the idle process at the same speed; see bench/export.ts.)
     const last = rows[rows.length - 1];
-    return {
-      text: Buffer.from(rows.length ? stringify(rows.map(record), CSV) : "", "utf8"),
-      full: rows.length === batchSize,
-      last: last && { created_at: last.position, id: last.id },
-    };
+    return { rows, full: rows.length === batchSize, last: last && { created_at: last.position, id: last.id } };
   };
   const first = await readBatch();
-  // highWaterMark 1 byte: hold no finished chunk beyond the one being written (plus the read-ahead).
-  return Readable.from(csvChunks(first, readBatch), { objectMode: false, highWaterMark: 1 });
+  return csvStream(first, readBatch);
 }
 
-const CSV: CsvOptions = { record_delimiter: "windows" };
-
-interface CsvBatch {
-  text: Buffer;
+interface RowBatch {
+  rows: ExportRow[];
   /** A full batch: there may be more rows after `last`. */
   full: boolean;
   last: CursorPosition | undefined;
 }
 
-/** The header row, then one chunk of CSV text per batch, the next batch read while this one is written. */
-async function* csvChunks(first: CsvBatch, readBatch: (before: CursorPosition) => Promise<CsvBatch>): AsyncGenerator<Buffer | string> {
-  counters.reading++;
-  let finished = false;
-  try {
-    yield stringify([[...EXPORT_COLUMNS]], CSV);
-    let batch = first;
-    for (;;) {
-      const next = batch.full && batch.last ? readBatch(batch.last) : undefined;
-      // Handled here so that an abandoned read-ahead is not an unhandled rejection; awaited below.
-      next?.catch(() => undefined);
-      if (batch.text.length) yield batch.text;
-      if (!next) break;
-      batch = await next;
+/**
+ * The CSV text of the export: a stringifier fed record by record (feed()), read by a stream that
+ * takes all it holds whenever the consumer wants more. Destroying the stream destroys the
+ * stringifier, which stops the feeder; a failed batch destroys the stream with the error.
+ */
+function csvStream(first: RowBatch, readBatch: (before: CursorPosition) => Promise<RowBatch>): Readable {
+  const csv = stringify({ record_delimiter: "windows", readableHighWaterMark: CSV_CHUNK_BYTES, encoding: "utf8" });
+  let wanted = false;
+  let feeding = false;
+  const pull = () => {
+    while (wanted) {
+      // Paused mode: everything the stringifier holds, as one string.
+      const chunk = csv.read() as string | null;
+      if (chunk === null) return; // "readable" calls again
+      wanted = out.push(chunk);
     }
-    finished = true;
-  } finally {
+  };
+  // Text stays text down to the socket: no second copy of each chunk as a Buffer.
+  const out = new Readable({
+    encoding: "utf8",
+    highWaterMark: 1,
+    read() {
+      wanted = true;
+      // The rows after the first batch are read once the consumer starts reading.
+      if (!feeding) {
+        feeding = true;
+        feed(csv, first, readBatch).catch((err: unknown) => out.destroy(err as Error));
+      }
+      pull();
+    },
+    destroy(err, callback) {
+      csv.destroy();
+      callback(err);
+    },
+  });
+  csv.on("readable", pull);
+  csv.once("end", () => out.push(null));
+  csv.once("error", (err) => out.destroy(err));
+
+  counters.reading++;
+  let settled = false;
+  const settle = (completed: boolean) => {
+    if (settled) return;
+    settled = true;
     counters.reading--;
-    if (finished) counters.completed++;
+    if (completed) counters.completed++;
     else counters.abandoned++;
-  }
+  };
+  out.once("end", () => settle(true));
+  out.once("close", () => settle(false));
+  return out;
 }
 
+/** The header row, then every batch's rows, the next batch read while this one is written. */
+async function feed(csv: Stringifier, first: RowBatch, readBatch: (before: CursorPosition) => Promise<RowBatch>): Promise<void> {
+  csv.write([...EXPORT_COLUMNS]);
+  let batch = first;
+  for (;;) {
+    // Destroyed: the consumer went away while this waited for the stringifier or the database.
+    if (csv.destroyed) return;
+    const next = batch.full && batch.last ? readBatch(batch.last) : undefined;
+    // Handled here so that an abandoned read-ahead is not an unhandled rejection; awaited below.
+    next?.catch(() => undefined);
+    for (const row of batch.rows) {
+      if (csv.destroyed) return;
+      if (!csv.write(record(row))) await drained(csv);
+    }
+    if (!next) break;
+    batch = await next;
+  }
+  if (!csv.destroyed) csv.end();
+}
+
+/** Resolves once `stream` takes writes again, or is destroyed. */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed) return resolve();
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("close", done);
+      resolve();
+    };
+    stream.on("drain", done);
+    stream.on("close", done);
+  });
+}
+
+/** One record of the export, every cell neutralized. */
 function record(r: ExportRow): (string | null)[] {
   return [r.id, r.created_at, r.updated_at, r.connection, r.direction, r.status, r.to, r.from, r.send_at, r.provider_message_id, r.error_code].map(
     neutralizeFormula,
