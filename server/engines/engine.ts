@@ -45,6 +45,12 @@ export interface Engine {
   startPairing(connection: EngineConnection): Promise<{ payload: string }>;
   /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */
   send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }>;
+  /**
+   * Optional: several messages of one connection, handed to the network in their order in one
+   * call; an outcome per message, the provider's id or the EngineError for that message. The
+   * dispatcher uses it when pacing lets several go at once; without it, it calls send() for each.
+   */
+  sendMany?(connection: EngineConnection, messages: OutboundMessage[]): Promise<({ providerMessageId: string } | EngineError)[]>;
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
   /**
    * Unlink the device (connection deleted) and forget the session. The gateway asked for it, so

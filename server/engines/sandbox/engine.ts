@@ -72,81 +72,100 @@ export class SandboxEngine implements Engine {
    * way a real network answers a send to an unknown number: later, not at hand-off.
    */
   async send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }> {
-    const { address, group } = recipientAddress(message.to);
-    // What the network knows of this send, in one round trip: its faults, the sender's session
-    // and the contact (none for a group, and none for an undeclared number).
-    const [known] = await rows<Faults & { state: string | null; running: boolean | null; phone: string | null; on_network: boolean | null; receipts: Receipts | null }>(
+    const [outcome] = await this.sendMany(connection, [message]);
+    if (outcome instanceof EngineError) throw outcome;
+    return outcome!;
+  }
+
+  /** Several messages of one connection, in their order, in two round trips (send() is this for one). */
+  async sendMany(connection: EngineConnection, messages: OutboundMessage[]): Promise<({ providerMessageId: string } | EngineError)[]> {
+    const addresses = messages.map((m) => recipientAddress(m.to));
+    // What the network knows of these sends, in one round trip: its faults, the sender's session
+    // and the contacts (none for a group, and none for an undeclared number).
+    const [known] = await rows<Faults & { state: string | null; running: boolean | null; phone: string | null; contacts: Record<string, { on_network: boolean; receipts: Receipts }> | null }>(
       this.db,
       `SELECT COALESCE(f.fail_next_sends, 0) AS fail_next_sends, COALESCE(f.latency_ms, 0) AS latency_ms,
-              COALESCE(f.duplicate_callbacks, false) AS duplicate_callbacks, s.state, s.running, s.phone, c.on_network, c.receipts
+              COALESCE(f.duplicate_callbacks, false) AS duplicate_callbacks, s.state, s.running, s.phone,
+              (SELECT jsonb_object_agg(c.phone, jsonb_build_object('on_network', c.on_network, 'receipts', c.receipts))
+                 FROM sandbox_contacts c WHERE c.phone = ANY($2::text[])) AS contacts
          FROM (SELECT 1) AS one
          LEFT JOIN sandbox_faults f ON true
-         LEFT JOIN sandbox_sessions s ON s.connection_id = $1
-         LEFT JOIN sandbox_contacts c ON c.phone = $2 AND NOT $3::boolean`,
-      [connection.id, address, group],
+         LEFT JOIN sandbox_sessions s ON s.connection_id = $1`,
+      [connection.id, addresses.filter((a) => !a.group).map((a) => a.address)],
     );
     const faults: Faults = known!;
     await sleep(faults.latency_ms);
-    if (faults.fail_next_sends > 0 && (await this.network.takeInjectedFailure())) {
-      throw new EngineError("sandbox fault injection: fail_next_sends", false);
+    const outcomes: ({ providerMessageId: string } | EngineError)[] = [];
+    const deliveries: Record<string, unknown>[] = [];
+    const reports: QueuedReport[] = [];
+    let injecting = faults.fail_next_sends > 0;
+    for (const [i, message] of messages.entries()) {
+      if (injecting && (injecting = await this.network.takeInjectedFailure())) {
+        outcomes[i] = new EngineError("sandbox fault injection: fail_next_sends", false);
+        continue;
+      }
+      if (known!.state !== "linked" || !known!.running) {
+        outcomes[i] = new EngineError("the sandbox session is not linked or is stopped", false, "session_not_linked");
+        continue;
+      }
+      const { address, group } = addresses[i]!;
+      const contact = group ? undefined : known!.contacts?.[address];
+      const onNetwork = contact?.on_network ?? true;
+      const providerMessageId = newProviderMessageId();
+      const base = { type: "message.status" as const, message_id: message.messageId, provider_message_id: providerMessageId };
+      const at = (k: number) => new Date(Date.now() + (k + 1) * RECEIPT_STEP_MS).toISOString();
+      if (onNetwork) {
+        RECEIPTS[contact?.receipts ?? "read"].forEach((status, k) =>
+          reports.push({ connectionId: connection.id, delayMs: (k + 1) * RECEIPT_STEP_MS, report: { ...base, status, timestamp: at(k) } }),
+        );
+      } else {
+        const error = { code: "not_on_network", message: `${address} is not on the network` };
+        reports.push({ connectionId: connection.id, delayMs: RECEIPT_STEP_MS, report: { ...base, status: "failed", error, timestamp: at(0) } });
+      }
+      deliveries.push({
+        message_id: message.messageId, provider_message_id: providerMessageId, from_phone: known!.phone, to_address: address,
+        recipient: message.to, body: message.body, media: message.media, location: message.location,
+        outcome: onNetwork ? "delivered" : "not_on_network",
+      });
     }
-    if (known!.state !== "linked" || !known!.running) {
-      throw new EngineError("the sandbox session is not linked or is stopped", false, "session_not_linked");
-    }
-    const session = { phone: known!.phone };
-    const contact = known!.on_network === null ? null : { onNetwork: known!.on_network, receipts: known!.receipts! };
-    const onNetwork = contact?.onNetwork ?? true;
-    const providerMessageId = newProviderMessageId();
-    const base = { type: "message.status" as const, message_id: message.messageId, provider_message_id: providerMessageId };
-    const at = (i: number) => new Date(Date.now() + (i + 1) * RECEIPT_STEP_MS).toISOString();
-    const reports: QueuedReport[] = onNetwork
-      ? RECEIPTS[contact?.receipts ?? "read"].map((status, i) => ({
-          connectionId: connection.id,
-          delayMs: (i + 1) * RECEIPT_STEP_MS,
-          report: { ...base, status, timestamp: at(i) },
-        }))
-      : [
-          {
-            connectionId: connection.id,
-            delayMs: RECEIPT_STEP_MS,
-            report: { ...base, status: "failed", error: { code: "not_on_network", message: `${address} is not on the network` }, timestamp: at(0) },
-          },
-        ];
-    // One statement: the delivery and its reports exist together or not at all. A retried hand-off
-    // of the same message conflicts on message_id and queues nothing.
-    const inserted: { provider_message_id: string }[] = await this.db.query(
+    if (!deliveries.length) return outcomes;
+    // One statement: each delivery and its reports exist together or not at all. A retried
+    // hand-off of the same message conflicts on message_id and queues nothing.
+    const inserted = await rows<{ message_id: string; provider_message_id: string }>(
+      this.db,
       `WITH d AS (
          INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location, outcome)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9::jsonb, $10)
+         SELECT message_id, provider_message_id, $1, from_phone, to_address, recipient, body, media, location, outcome
+           FROM jsonb_to_recordset($2::jsonb) AS x(message_id text, provider_message_id text, from_phone text, to_address text,
+                                                   recipient jsonb, body text, media jsonb, location jsonb, outcome text)
          ON CONFLICT (message_id) DO NOTHING
-         RETURNING provider_message_id
+         RETURNING message_id, provider_message_id
        ), r AS (
-         ${insertReportsSql("$11")} WHERE EXISTS (SELECT 1 FROM d)
+         ${insertReportsSql("$3")} WHERE r.event->>'message_id' IN (SELECT message_id FROM d)
        )
-       SELECT provider_message_id FROM d`,
-      [
-        message.messageId,
-        providerMessageId,
-        connection.id,
-        session.phone,
-        address,
-        JSON.stringify(message.to),
-        message.body,
-        message.media ? JSON.stringify(message.media) : null,
-        message.location ? JSON.stringify(message.location) : null,
-        onNetwork ? "delivered" : "not_on_network",
-        reportRows(reports, faults.duplicate_callbacks),
-      ],
+       SELECT message_id, provider_message_id FROM d`,
+      [connection.id, JSON.stringify(deliveries), reportRows(reports, faults.duplicate_callbacks)],
     );
-    if (inserted[0]) {
-      this.outbox.wake();
-      return { providerMessageId: inserted[0].provider_message_id };
+    if (inserted.length) this.outbox.wake();
+    const ids = new Map(inserted.map((r) => [r.message_id, r.provider_message_id]));
+    const missing = deliveries.map((d) => d.message_id as string).filter((id) => !ids.has(id));
+    if (missing.length) {
+      // Handed off before (a retry after a crash): the same provider id, and nothing sent again.
+      const earlier = await rows<{ message_id: string; provider_message_id: string }>(
+        this.db,
+        `SELECT message_id, provider_message_id FROM sandbox_deliveries WHERE message_id = ANY($1)`,
+        [missing],
+      );
+      for (const e of earlier) ids.set(e.message_id, e.provider_message_id);
     }
-    const [earlier] = (await this.db.query(`SELECT provider_message_id FROM sandbox_deliveries WHERE message_id = $1`, [message.messageId])) as {
-      provider_message_id: string;
-    }[];
-    if (!earlier) throw new EngineError("the sandbox lost a concurrent hand-off of this message; retry", false);
-    return { providerMessageId: earlier.provider_message_id };
+    for (const [i, message] of messages.entries()) {
+      if (outcomes[i]) continue;
+      const providerMessageId = ids.get(message.messageId);
+      outcomes[i] = providerMessageId
+        ? { providerMessageId }
+        : new EngineError("the sandbox lost a concurrent hand-off of this message; retry", false);
+    }
+    return outcomes;
   }
 
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
