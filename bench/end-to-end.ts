@@ -1,10 +1,15 @@
 // End to end: 10,000 messages accepted over HTTP, handed off through the sandbox engine and
 // reported back by its callbacks until `delivered` (or `read`). Prints messages/s from the first
-// accept to the last delivery, and the p50/p99 latency from accepted to submitted.
+// accept to the last delivery, and the p50/p99 latency from accepted to submitted; then, in the
+// same process, a baseline: the same number of requests at the same concurrency to an Express
+// route doing one INSERT each on the same pool, and the ratio of the two.
 // Target: ≥ 500 messages/s on real PostgreSQL.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/end-to-end.ts [--messages 10000]
+import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
+import express from "express";
+import { newId } from "../server/ids.js";
 import { load, startBench, table } from "./harness.js";
 
 const { values } = parseArgs({ options: { messages: { type: "string", default: "10000" }, connections: { type: "string", default: "10" } } });
@@ -17,16 +22,19 @@ const db = bench.gateway.ctx.db;
 const perConnection = Math.ceil(total / connectionCount);
 
 const started = Date.now();
-const loads = bench.connectionSlugs.map((slug) =>
-  load({
+// One load process (autocannon) with 50 connections, each cycling through the connections' bodies:
+// a process per target would spend the machine's two cores on load generation.
+const bodies = bench.connectionSlugs.map((slug) => JSON.stringify({ connection: slug, to: "+15550002222", body: "end to end" }));
+const results = [
+  await load({
     url: `${bench.gateway.url}/v1/messages/text`,
-    connections: Math.max(1, Math.floor(50 / connectionCount)),
-    amount: perConnection,
+    connections: 50,
+    amount: perConnection * connectionCount,
     headers: { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "e2e-[<id>]" },
-    body: JSON.stringify({ connection: slug, to: "+15550002222", body: "end to end" }),
+    body: bodies[0]!,
+    bodies,
   }),
-);
-const results = await Promise.all(loads);
+];
 const acceptedAt = Date.now();
 const accepted = results.reduce((n, r) => n + r.total - r.non2xx, 0);
 
@@ -51,6 +59,12 @@ const [dup] = (await db.query(
   `SELECT count(*)::int AS deliveries, count(DISTINCT message_id)::int AS distinct_messages FROM sandbox_deliveries`,
 )) as { deliveries: number; distinct_messages: number }[];
 
+const [spread] = (await db.query(
+  `SELECT min(n)::int AS min, max(n)::int AS max, count(*)::int AS connections
+     FROM (SELECT connection_id, count(*) AS n FROM messages WHERE workspace_id = $1 GROUP BY connection_id) x`,
+  [bench.workspaceId],
+)) as { min: number; max: number; connections: number }[];
+
 console.log(`\nend to end, ${accepted} messages over ${connectionCount} connections, database: ${bench.gateway.database.embedded ? "embedded PGlite" : "PostgreSQL"}`);
 table([
   {
@@ -63,8 +77,34 @@ table([
     "accept→submitted p99 ms": Math.round(lat!.p99),
     "network deliveries": dup?.deliveries ?? "n/a",
     "distinct messages delivered": dup?.distinct_messages ?? "n/a",
+    "per connection": `${spread!.connections} × ${spread!.min}–${spread!.max}`,
   },
 ]);
+
+// The baseline, same process, same pool, same load: one INSERT per request, nothing else.
+await db.query(`CREATE TABLE bench_baseline (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
+const baselineApp = express();
+baselineApp.use(express.json());
+baselineApp.post("/baseline", async (req, res) => {
+  await db.query(`INSERT INTO bench_baseline (id, body) VALUES ($1, $2)`, [newId("msg"), JSON.stringify(req.body)]);
+  res.status(202).json({ ok: true });
+});
+const baseline = baselineApp.listen(0, "127.0.0.1");
+await new Promise((r) => baseline.once("listening", r));
+const base = await load({
+  url: `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/baseline`,
+  connections: 50,
+  amount: perConnection * connectionCount,
+  headers: { "content-type": "application/json" },
+  body: bodies[0]!,
+  bodies,
+});
+baseline.close();
+const rate = (done / (finished - started)) * 1000;
+console.log(
+  `baseline (one INSERT per request, same load): ${Math.round(base.requestsPerSecond)} req/s; ` +
+    `end to end / baseline: ${(rate / base.requestsPerSecond).toFixed(2)}`,
+);
 console.log(`target: ≥ 500 messages/s; duplicates: ${dup ? dup.deliveries - dup.distinct_messages : "n/a"}`);
 await bench.stop();
 process.exit(0);

@@ -93,14 +93,27 @@ export interface LoadResult {
   errors: number;
 }
 
-/** autocannon in its own process; `[<id>]` in a header becomes a unique id per request (not in the body: autocannon keeps the template's Content-Length). */
-export async function load(opts: { url: string; connections: number; seconds?: number; amount?: number; headers: Record<string, string>; body: string }): Promise<LoadResult> {
+/**
+ * autocannon in its own process; `[<id>]` in a header becomes a unique id per request (not in the
+ * body: autocannon keeps the template's Content-Length). With `bodies`, each connection cycles
+ * through them: one load process spreads the load over several targets.
+ */
+export async function load(opts: {
+  url: string;
+  connections: number;
+  seconds?: number;
+  amount?: number;
+  headers: Record<string, string>;
+  body: string;
+  bodies?: string[];
+}): Promise<LoadResult> {
   const options = {
     url: opts.url,
     connections: opts.connections,
     method: "POST",
     headers: opts.headers,
     body: opts.body,
+    ...(opts.bodies ? { requests: opts.bodies.map((body) => ({ method: "POST", body })) } : {}),
     ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds ?? 10 }),
   };
   const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "bench/load-generator.ts", JSON.stringify(options)], { maxBuffer: 64 * 1024 * 1024 });

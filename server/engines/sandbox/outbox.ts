@@ -7,7 +7,9 @@ import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { PollingLoop } from "../../polling-loop.js";
 
-const BATCH = 200;
+const BATCH = 1000;
+/** Most reports in one post (the callback route takes up to 500). */
+const POST_MAX = 500;
 const IDLE_MS = 100;
 const CLAIM_SECONDS = 30;
 const POST_TIMEOUT_MS = 10_000;
@@ -76,13 +78,22 @@ export class CallbackOutbox {
     claimed.sort((a, b) => new Date(a.due_at).getTime() - new Date(b.due_at).getTime() || Number(BigInt(a.id) - BigInt(b.id)));
     // A connection's reports go in one request, in due order; connections in parallel.
     const byConnection = new Map<string, Claimed[]>();
-    for (const row of claimed) byConnection.set(row.connection_id, [...(byConnection.get(row.connection_id) ?? []), row]);
+    for (const row of claimed) {
+      const reports = byConnection.get(row.connection_id);
+      if (reports) reports.push(row);
+      else byConnection.set(row.connection_id, [row]);
+    }
     const unposted: string[] = [];
     await Promise.all(
       [...byConnection.values()].map(async (reports) => {
-        // Shutting down: hand the unposted claims back at once rather than when their lock expires.
-        if (!this.loop.running) unposted.push(...reports.map((r) => r.id));
-        else await this.deliver(reports);
+        // Shutting down, or an earlier chunk of this connection to be retried: hand the rest back
+        // at once (rather than when their lock expires), so that they stay behind it in order.
+        let posting = true;
+        for (let i = 0; i < reports.length; i += POST_MAX) {
+          const chunk = reports.slice(i, i + POST_MAX);
+          if (posting && this.loop.running) posting = await this.deliver(chunk);
+          else unposted.push(...chunk.map((r) => r.id));
+        }
       }),
     );
     if (unposted.length) {
@@ -91,10 +102,16 @@ export class CallbackOutbox {
     return claimed.length;
   }
 
-  /** Posts one connection's reports as one batch; acknowledged, they are deleted, else retried together. */
-  private async deliver(reports: Claimed[]): Promise<void> {
+  /**
+   * Posts one connection's reports as one batch; acknowledged, they are deleted, else retried
+   * together. False when they are to be retried later.
+   */
+  private async deliver(reports: Claimed[]): Promise<boolean> {
     const url = await this.callbackUrlFor(reports[0]!.connection_id);
-    if (!url) return this.drop(reports, "the connection no longer exists");
+    if (!url) {
+      await this.drop(reports, "the connection no longer exists");
+      return true;
+    }
     const ids = reports.map((r) => r.id);
     let failure: string;
     try {
@@ -107,28 +124,33 @@ export class CallbackOutbox {
       const text = await res.text();
       if (res.ok) {
         await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [ids]);
-        return;
+        return true;
       }
       // 404: the gateway no longer knows the connection (deleted); 4xx: a report it will never
       // take. In a batch, find it by posting the reports one by one: only it is dropped.
       if (res.status >= 400 && res.status < 500 && res.status !== 429) {
         if (res.status !== 404 && reports.length > 1) {
           for (const report of reports) await this.deliver([report]);
-          return;
+          return true;
         }
-        return this.drop(reports, `the gateway answered ${res.status}: ${text.slice(0, 300)}`, res.status !== 404);
+        await this.drop(reports, `the gateway answered ${res.status}: ${text.slice(0, 300)}`, res.status !== 404);
+        return true;
       }
       failure = `HTTP ${res.status}`;
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
     }
     const attempts = Math.max(...reports.map((r) => r.attempts));
-    if (attempts >= MAX_ATTEMPTS) return this.drop(reports, `gave up after ${attempts} attempts: ${failure}`, true);
+    if (attempts >= MAX_ATTEMPTS) {
+      await this.drop(reports, `gave up after ${attempts} attempts: ${failure}`, true);
+      return true;
+    }
     const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempts - 1, 10));
     await this.db.query(
       `UPDATE sandbox_callbacks SET due_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3 WHERE id = ANY($1::bigint[])`,
       [ids, String(backoff), failure],
     );
+    return false;
   }
 
   private async drop(reports: Claimed[], reason: string, loud = false): Promise<void> {
