@@ -70,7 +70,8 @@ export async function startBench(env: Record<string, string>, connections = 1): 
   };
 }
 
-async function pair(baseUrl: string, key: string, slug: string, phone: string): Promise<void> {
+/** A connection created and paired through the sandbox over HTTP, as a user pairs one. */
+export async function pair(baseUrl: string, key: string, slug: string, phone: string): Promise<void> {
   const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   await fetch(`${baseUrl}/v1/connections`, { method: "POST", headers: h, body: JSON.stringify({ slug }) });
   const grant = (await (await fetch(`${baseUrl}/v1/connections/${slug}/pair`, { method: "POST", headers: h })).json()) as { grant_id: string };

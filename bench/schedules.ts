@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { freePort } from "../test/support/child-gateway.js";
-import { load, startBench, table } from "./harness.js";
+import { load, pair, startBench, table } from "./harness.js";
 
 const { values } = parseArgs({
   options: {
@@ -203,19 +203,4 @@ async function issueKey(workspaceId: string): Promise<string> {
     { name: "bench schedules", scopes: ["schedules:read", "schedules:write", "connections:read", "connections:write"], environment: "live" },
   );
   return issued.plaintext;
-}
-
-/** A connection paired through the sandbox, as the harness pairs its own. */
-async function pair(baseUrl: string, key: string, slug: string, phone: string): Promise<void> {
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  await fetch(`${baseUrl}/v1/connections`, { method: "POST", headers: h, body: JSON.stringify({ slug }) });
-  const grant = (await (await fetch(`${baseUrl}/v1/connections/${slug}/pair`, { method: "POST", headers: h })).json()) as { grant_id: string };
-  const qr = (await (await fetch(`${baseUrl}/v1/connections/${slug}/qr/${grant.grant_id}`, { headers: h })).json()) as { payload: string };
-  await fetch(`${baseUrl}/sandbox/v1/scan`, { method: "POST", headers: h, body: JSON.stringify({ payload: qr.payload, phone }) });
-  for (let i = 0; i < 200; i++) {
-    const c = (await (await fetch(`${baseUrl}/v1/connections/${slug}`, { headers: h })).json()) as { state: string };
-    if (c.state === "connected") return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`connection ${slug} did not connect`);
 }

@@ -9,9 +9,8 @@ import {
   isAllowListed,
   parseAllowList,
   parseAllowListEnv,
-  type Lookup,
-  type ResolvedAddress,
 } from "../server/webhooks/address-policy.js";
+import { fakeLookup } from "./support/lookup.js";
 
 const ALLOW = true;
 const DENY = false;
@@ -246,18 +245,6 @@ describe("webhook address policy: WEBHOOK_ALLOW_PRIVATE", () => {
     expect(isAllowListed("64:ff9b::a00:1", parseAllowList(["10.0.0.0/8"]))).to.equal(false);
   });
 });
-
-/** A resolver over a fixed table that counts its calls. */
-function fakeLookup(table: Record<string, string[]>): Lookup & { calls: string[] } {
-  const calls: string[] = [];
-  const fn = async (host: string): Promise<ResolvedAddress[]> => {
-    calls.push(host);
-    const found = table[host];
-    if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" });
-    return found.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  };
-  return Object.assign(fn, { calls });
-}
 
 describe("webhook address policy: checkWebhookUrl", () => {
   const lookup = fakeLookup({

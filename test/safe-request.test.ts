@@ -6,8 +6,9 @@ import { expect } from "chai";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
-import { parseAllowList, type Lookup, type ResolvedAddress } from "../server/webhooks/address-policy.js";
+import { parseAllowList, type Lookup } from "../server/webhooks/address-policy.js";
 import { WebhookDeliveryError, deliverWebhook, postToCheckedAddress } from "../server/webhooks/safe-request.js";
+import { fakeLookup } from "./support/lookup.js";
 
 // A self-signed certificate for some-name.test (valid 2000–2100), for the TLS cases.
 const TLS_KEY = `-----BEGIN PRIVATE KEY-----
@@ -84,18 +85,6 @@ async function listen(server: http.Server): Promise<number> {
 async function close(server: http.Server): Promise<void> {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
-}
-
-/** A resolver over a fixed table that counts its calls. */
-function fakeLookup(table: Record<string, string[]>): Lookup & { calls: string[] } {
-  const calls: string[] = [];
-  const fn = async (host: string): Promise<ResolvedAddress[]> => {
-    calls.push(host);
-    const found = table[host];
-    if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" });
-    return found.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  };
-  return Object.assign(fn, { calls });
 }
 
 async function rejection(p: Promise<unknown>): Promise<WebhookDeliveryError> {
