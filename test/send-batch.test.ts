@@ -70,13 +70,13 @@ describe("sends sharing a statement", () => {
   it("fails only the send that makes a shared statement fail", async () => {
     const ws = await newWorkspace();
     const c = await connected(ws);
-    const batcher = new SendBatcher(db(), () => 0);
+    const batcher = new SendBatcher(db());
     const input = (recipient: string): SendInput => {
       const now = new Date();
       const id = newId("msg", now.getTime());
       return {
         id, workspaceId: ws.id, status: "queued", recipient, body: `isolated ${id}`, media: null, location: null, context: null,
-        metadata: null, contextSensitivity: null, sendAt: null, timezone: null, createdAt: now, scheduleId: null,
+        metadata: null, contextSensitivity: null, sendAt: null, timezone: null, createdAt: now,
         timeline: ["accepted", "queued"], idempotencyKey: null, fingerprint: null, view: JSON.stringify({ id }),
         connectionSlug: c.slug, deferred: false, planRefuses: false, allowance: null, event: null,
       };

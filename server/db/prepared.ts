@@ -1,4 +1,4 @@
-// Named prepared statements for the hot paths (authentication, accepting a message, hand-off).
+// Named prepared statements for the hot paths (authentication, accepting messages).
 // PostgreSQL plans a named statement once per connection instead of on every call; for the joins
 // and multi-CTE statements of these paths that is most of their cost (measured: the API-key
 // lookup goes from ~1,200 to ~8,700 a second at 50 concurrent callers).

@@ -1,12 +1,13 @@
 // Sends, written together. Every send that reaches the database in the same turn of the event
 // loop joins one statement (SEND_SQL): under load, one round trip, one plan and one commit serve
 // many sends, and each is still decided on its own — its own connection, Idempotency-Key record,
-// lock and usage — and written only if every rule holds for it. A statement is in flight per
-// pooled connection at most MAX_IN_FLIGHT at a time; sends arriving meanwhile wait for the next.
+// lock and usage — and written only if every rule holds for it. At most MAX_IN_FLIGHT statements
+// run at once (each on its own pooled connection); sends arriving meanwhile join the next one.
 import type { DataSource } from "typeorm";
 import { prepared } from "../db/prepared.js";
 import { EVENT_INSERT_COLUMNS } from "../events/record.js";
 import { RETENTION_HOURS } from "../http/idempotency.js";
+import { usageShard } from "../workspace/usage.js";
 
 /** Most sends in one statement. */
 const MAX_BATCH = 64;
@@ -28,7 +29,6 @@ export interface SendInput {
   sendAt: Date | null;
   timezone: string | null;
   createdAt: Date;
-  scheduleId: string | null;
   /** Timeline statuses, in order. */
   timeline: string[];
   idempotencyKey: string | null;
@@ -71,10 +71,7 @@ export class SendBatcher {
   private inFlight = 0;
   private scheduled = false;
 
-  constructor(
-    private readonly db: DataSource,
-    private readonly usageShard: () => number,
-  ) {}
+  constructor(private readonly db: DataSource) {}
 
   send(input: SendInput): Promise<SendOutcome> {
     return new Promise((resolve, reject) => {
@@ -145,9 +142,8 @@ export class SendBatcher {
       col((i) => i.sendAt),
       col((i) => i.timezone),
       col((i) => i.createdAt),
-      col((i) => i.scheduleId),
       col((i) => i.timeline.join(",")),
-      this.usageShard(),
+      usageShard(),
       col((i) => i.idempotencyKey),
       col((i) => i.view),
       col((i) => i.connectionSlug),
@@ -173,7 +169,7 @@ const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTIO
 
 /**
  * The sends of a batch: parameter $k is an array with one element per send (in SendInput's
- * order), but for $16, the usage shard every send of the statement counts on.
+ * order), but for $15, the usage shard every send of the statement counts on.
  *
  * Rules, per send: the connection exists (and is connected unless the send is deferred), the plan
  * allows it, the month's allowance has room, and the key (if any) has no record that blocks it
@@ -186,10 +182,10 @@ const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTIO
  */
 const SEND_SQL = `WITH x AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::jsonb[],
-                         $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $17::text[], $18::jsonb[],
-                         $19::text[], $20::bytea[], $21::boolean[], $22::boolean[], $23::int[], $24::text[], $25::text[], $26::jsonb[])
+                         $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::text[], $16::text[], $17::jsonb[],
+                         $18::text[], $19::bytea[], $20::boolean[], $21::boolean[], $22::int[], $23::text[], $24::text[], $25::jsonb[])
       WITH ORDINALITY AS x(id, workspace_id, status, recipient, body, media, location, context, metadata, context_sensitivity, send_at,
-                           timezone, created_at, schedule_id, timeline, key, view, slug, fingerprint, deferred, plan_refuses, allowance,
+                           timezone, created_at, timeline, key, view, slug, fingerprint, deferred, plan_refuses, allowance,
                            event_id, event_type, payload, n)
   ), c AS (
     SELECT x.n, conn.id, conn.state, conn.phone
@@ -225,9 +221,9 @@ const SEND_SQL = `WITH x AS (
     SELECT ok.* FROM ok WHERE ok.key IS NULL OR EXISTS (SELECT 1 FROM i WHERE i.workspace_id = ok.workspace_id AND i.key = ok.key)
   ), m AS (
     INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
-                          context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at)
+                          context, metadata, context_sensitivity, send_at, timezone, created_at, updated_at)
     SELECT id, workspace_id, connection_id, 'outbound', status, recipient, phone, body, media, location,
-           context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, created_at
+           context, metadata, context_sensitivity, send_at, timezone, created_at, created_at
       FROM go
   ), t AS (
     INSERT INTO message_timeline (message_id, status, at, detail)
@@ -237,7 +233,7 @@ const SEND_SQL = `WITH x AS (
     INSERT INTO dispatch_queue (message_id, connection_id, available_at) SELECT id, connection_id, created_at FROM go WHERE status = 'queued'
   ), u AS (
     INSERT INTO usage_daily (workspace_id, day, shard, messages_outbound)
-    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, $16, count(*) FROM go GROUP BY workspace_id ORDER BY workspace_id
+    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, $15, count(*) FROM go GROUP BY workspace_id ORDER BY workspace_id
     ON CONFLICT (workspace_id, day, shard) DO UPDATE SET messages_outbound = usage_daily.messages_outbound + EXCLUDED.messages_outbound
   ), e AS (
     INSERT INTO events ${EVENT_INSERT_COLUMNS}

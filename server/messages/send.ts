@@ -13,7 +13,7 @@ import type { Principal } from "../http/principal.js";
 import { newId } from "../ids.js";
 import { isValidTimeZone } from "../schedules/recurrence.js";
 import { planHas, requirePlanFeature } from "../workspace/plan-gate.js";
-import { messagesThisMonth, usageShard } from "../workspace/usage.js";
+import { messagesThisMonth } from "../workspace/usage.js";
 import type { Message } from "./entities.js";
 import { SendBatcher } from "./send-batch.js";
 import { messageView } from "./view.js";
@@ -32,15 +32,13 @@ export interface Accepted {
 
 export interface SendOptions {
   idempotencyKey?: string | undefined;
-  /** Set by a schedule's fire: the message belongs to it. */
-  scheduleId?: string;
 }
 
 export class MessageSender {
   private readonly batcher: SendBatcher;
 
   constructor(private readonly db: DataSource) {
-    this.batcher = new SendBatcher(db, usageShard);
+    this.batcher = new SendBatcher(db);
   }
 
   /**
@@ -62,8 +60,7 @@ export class MessageSender {
         // Filled in by the statement from the row it reads: the connection's id and number.
         connection: { id: null, slug: body.connection, phone: null } as unknown as Connection,
         body,
-        idempotencyKey: key,
-        scheduleId: options.scheduleId ?? null,
+        scheduleId: null,
       });
       const { message, view, event } = draft;
       const row = await this.batcher.send({
@@ -80,7 +77,6 @@ export class MessageSender {
         sendAt: message.sendAt,
         timezone: message.timezone,
         createdAt: message.createdAt,
-        scheduleId: message.scheduleId,
         timeline: draft.timeline,
         idempotencyKey: key,
         fingerprint,
@@ -123,7 +119,7 @@ export class MessageSender {
   /** Every rule a send must pass before anything is written; returns the connection. */
   async check(principal: Principal, body: SendMessageBody): Promise<Connection> {
     checkContent(body);
-    const [row] = await prepared(this.db, "send-connection:plain", CONNECTION_BY_SLUG, [principal.workspaceId, body.connection]);
+    const [row] = await prepared(this.db, "send-connection", CONNECTION_BY_SLUG, [principal.workspaceId, body.connection]);
     return this.checkConnection(principal, body, row);
   }
 
@@ -148,8 +144,8 @@ export class MessageSender {
    * of schedule fires): the same rows as a send writes for each, without idempotency records.
    * Every message counts on `usageShard`, one usage row per workspace, taken in workspace order.
    */
-  async acceptMany(em: EntityManager, inputs: Omit<AcceptInput, "idempotencyKey">[], usageShard: number): Promise<MessageView[]> {
-    const all = inputs.map((input) => accepted({ ...input, idempotencyKey: null }));
+  async acceptMany(em: EntityManager, inputs: AcceptInput[], usageShard: number): Promise<MessageView[]> {
+    const all = inputs.map(accepted);
     if (!all.length) return [];
     const m = all.map((a) => a.message);
     const timeline = all.flatMap((a) => a.timeline.map((status, i) => ({ id: a.message.id, status, detail: a.details[i] ?? null, at: a.message.createdAt })));
@@ -239,8 +235,6 @@ export interface AcceptInput {
   workspaceId: string;
   connection: Connection;
   body: SendMessageBody;
-  /** The claimed Idempotency-Key, completed by the same statement; null when none. */
-  idempotencyKey: string | null;
   scheduleId: string | null;
   failure?: { code: string; message: string };
 }

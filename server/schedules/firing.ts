@@ -117,7 +117,7 @@ export class ScheduleFiring {
       // Messages this batch writes per workspace, so the allowance holds within the batch too.
       const written = new Map<string, number>();
       const fired: Fired[] = [];
-      const sends: { fired: Fired; input: Omit<AcceptInput, "idempotencyKey"> }[] = [];
+      const sends: { fired: Fired; input: AcceptInput }[] = [];
       for (const c of claimed) {
         if (!c.fresh) {
           this.logger.warn({ schedule_id: c.schedule.id, occurrence_at: c.schedule.nextRunAt }, "occurrence already fired; advancing without sending");
@@ -201,7 +201,7 @@ export class ScheduleFiring {
   }
 
   /** The occurrence's message to write: queued, or failed with the reason it cannot be sent now. */
-  private prepare(c: Claimed, written: Map<string, number>): { fired: Fired; input?: Omit<AcceptInput, "idempotencyKey"> } {
+  private prepare(c: Claimed, written: Map<string, number>): { fired: Fired; input?: AcceptInput } {
     const body = SendMessageBody.safeParse(c.schedule.message);
     if (!body.success) {
       const failure = { code: "invalid_message", message: "The schedule's message is no longer a valid send request." };
