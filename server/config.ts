@@ -1,8 +1,9 @@
 // The environment, parsed once. Nothing else in the project reads process.env.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -145,7 +146,7 @@ function decodeSecretKey(value: string): Buffer {
 function developmentSecretKey(dataDir: string): Buffer {
   const file = join(dataDir, "secret.key");
   if (existsSync(file)) return decodeSecretKey(readFileSync(file, "utf8").trim());
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDir(dataDir);
   const key = randomBytes(32);
   writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
   return key;

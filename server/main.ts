@@ -1,5 +1,6 @@
 // Process entry: start the gateway, stop it gracefully on SIGTERM/SIGINT.
 import { ConfigError, loadConfig } from "./config.js";
+import { DataDirInUseError } from "./db/data-dir-lock.js";
 import { startGateway } from "./gateway.js";
 import { createLogger } from "./logger.js";
 
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  // An operator's situation, not a defect: the message alone says what to do.
+  console.error(err instanceof DataDirInUseError ? err.message : err);
   process.exit(1);
 });

@@ -1,7 +1,9 @@
 // Opens the database: the configured PostgreSQL, or the embedded one; then runs pending migrations.
+import pg from "pg";
 import type { DataSource } from "typeorm";
 import type { Logger } from "../logger.js";
 import { createDataSource } from "./data-source.js";
+import { DataDirInUseError, lockDataDir } from "./data-dir-lock.js";
 import type { EmbeddedPostgres } from "./embedded.js";
 import { markSharedSession } from "./prepared.js";
 
@@ -17,11 +19,8 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
   let embedded: EmbeddedPostgres | undefined;
   let url = options.url;
   if (!url) {
-    // Loaded only here: PGlite and its socket server are for installs without DATABASE_URL.
-    const { startEmbeddedPostgres } = await import("./embedded.js");
-    embedded = await startEmbeddedPostgres(options.dataDir ?? undefined);
+    embedded = await openEmbedded(options.dataDir, options.logger);
     url = embedded.url;
-    options.logger.info({ data_dir: options.dataDir ?? "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
   }
   const dataSource = createDataSource({ url, embedded: Boolean(embedded) });
   await dataSource.initialize();
@@ -39,6 +38,66 @@ export async function openDatabase(options: { url?: string | undefined; dataDir:
       await embedded?.stop();
     },
   };
+}
+
+/**
+ * The embedded database of DATA_DIR: started here when no process holds DATA_DIR, else the one
+ * the holder runs, reached through the address in its lock file (a single engine per directory).
+ */
+async function openEmbedded(dataDir: string | null, logger: Logger): Promise<EmbeddedPostgres> {
+  // Loaded only when started here: PGlite and its socket server are for installs without DATABASE_URL.
+  const start = async (dir: string | undefined) => (await import("./embedded.js")).startEmbeddedPostgres(dir);
+  if (!dataDir) {
+    logger.info({ data_dir: "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
+    return start(undefined);
+  }
+  const outcome = await lockDataDir(dataDir);
+  if (!outcome.held) {
+    await probe(outcome.url).catch((err: unknown) => {
+      throw new DataDirInUseError(
+        `DATA_DIR ${dataDir} is held by process ${outcome.pid}, whose embedded database does not answer (${describe(err)}); ` +
+          `stop that process, or delete ${outcome.file} if it is not a svc-gateway`,
+      );
+    });
+    logger.info({ data_dir: dataDir, pid: outcome.pid }, "DATABASE_URL unset: using the embedded PostgreSQL of the process that holds DATA_DIR");
+    return { url: outcome.url, stop: async () => undefined };
+  }
+  const { lock } = outcome;
+  try {
+    const started = await start(dataDir);
+    lock.publish(started.url);
+    logger.info({ data_dir: dataDir }, "DATABASE_URL unset: using the embedded PostgreSQL");
+    return {
+      url: started.url,
+      async stop() {
+        try {
+          await started.stop();
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+/** One connection and a query, bounded in time: the holder may be alive but stuck, or not ours. */
+async function probe(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, query_timeout: 5000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code ?? e.message ?? String(err);
 }
 
 export async function databaseReachable(dataSource: DataSource, timeoutMs = 2000): Promise<boolean> {

@@ -7,11 +7,12 @@
 // queries ("bind message supplies 1 parameters, but prepared statement requires 11", wrong rows).
 // `SessionQueue` below gives one client the backend from its first message until its exchange is
 // complete (Sync or a simple Query answered outside a transaction), and serves the others after.
-import { mkdirSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketHandler } from "@electric-sql/pglite-socket";
+import { ensurePrivateDir, ownerOnlyUmask, restrictTree } from "../data-dir.js";
 
 /** Connections are multiplexed onto one backend and cheap; headroom lets a second process share it. */
 export const EMBEDDED_MAX_CONNECTIONS = 48;
@@ -99,13 +100,23 @@ class SessionQueue {
   }
 }
 
-/** `dataDir` undefined keeps the database in memory (tests). */
+/** Where pg looks for a server's unix socket: `<host>/.s.PGSQL.<port>`, port 5432 by default. */
+const SOCKET_NAME = ".s.PGSQL.5432";
+/** sun_path holds 104 bytes on macOS, 108 on Linux, the terminating NUL included. */
+const MAX_SOCKET_PATH = 100;
+
+/**
+ * `dataDir` undefined keeps the database in memory (tests). The caller holds DATA_DIR's lock
+ * (data-dir-lock.ts): one engine per data directory.
+ */
 export async function startEmbeddedPostgres(dataDir: string | undefined): Promise<EmbeddedPostgres> {
   let db: PGlite;
   if (dataDir) {
+    ownerOnlyUmask();
     const dir = join(dataDir, "pgdata");
-    mkdirSync(dir, { recursive: true });
+    ensurePrivateDir(dir);
     db = await PGlite.create(dir);
+    restrictTree(dir);
   } else {
     db = await PGlite.create();
   }
@@ -126,13 +137,21 @@ export async function startEmbeddedPostgres(dataDir: string | undefined): Promis
       socket.destroy();
     });
   });
+  // The server trusts every client (no password), so only its own user may reach it: a unix socket
+  // inside DATA_DIR (mode 700) when there is one and its path fits, else loopback TCP.
+  const socketDir = dataDir && Buffer.byteLength(join(dataDir, SOCKET_NAME)) <= MAX_SOCKET_PATH ? dataDir : undefined;
+  // A socket file left by a killed owner would refuse the bind; the DATA_DIR lock says it is stale.
+  if (socketDir) rmSync(join(socketDir, SOCKET_NAME), { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
+    if (socketDir) server.listen(join(socketDir, SOCKET_NAME), resolve);
+    else server.listen(0, "127.0.0.1", resolve);
   });
-  const { port } = server.address() as { port: number };
+  const url = socketDir
+    ? `postgres://postgres@localhost/postgres?host=${encodeURIComponent(socketDir)}`
+    : `postgres://postgres@127.0.0.1:${(server.address() as { port: number }).port}/postgres`;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url,
     async stop() {
       for (const h of handlers) await h.detach(true);
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,10 +1,11 @@
 // Outgoing mail (sign-in codes, invitations). With SMTP_URL it goes through nodemailer's SMTP
 // transport; without, to the development outbox: the log and an .eml file per message, so a
 // fresh install can sign in with no mail server.
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type nodemailer from "nodemailer";
 import type { Transporter } from "nodemailer";
+import { ensurePrivateDir } from "../data-dir.js";
 import type { Logger } from "../logger.js";
 
 export interface Mail {
@@ -54,9 +55,10 @@ export function createMailer(options: { smtpUrl?: string | undefined; from: stri
   return {
     async send(mail) {
       const info = await (await transport.get()).sendMail({ from: options.from, ...mail });
-      await mkdir(options.outboxDir, { recursive: true });
+      // The messages carry sign-in codes and invitation links: the owner's eyes only.
+      ensurePrivateDir(options.outboxDir);
       const file = join(options.outboxDir, `${Date.now()}-${++seq}.eml`);
-      await writeFile(file, info.message as Buffer);
+      await writeFile(file, info.message as Buffer, { mode: 0o600, flag: "wx" });
       // The development outbox is the documented way to read mail without SMTP: print it whole.
       options.logger.info({ outbox: file, mail_to: mail.to, subject: mail.subject }, `development outbox:\n${mail.text}`);
     },

@@ -26,36 +26,51 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startChildGateway(env: Record<string, string> = {}): Promise<ChildGateway> {
-  const port = await freePort();
+export interface ChildOptions {
+  /** Started under this umask (e.g. "000"), as an operator's shell may be set. */
+  umask?: string;
+}
+
+/** The child's environment; a variable given as undefined is left unset (e.g. DATABASE_URL for the embedded database). */
+export function childEnv(env: Record<string, string | undefined> = {}): Record<string, string> {
   const { databaseUrl, gateway } = testEnv();
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
-    cwd: process.cwd(),
-    env: {
-      PATH: process.env.PATH ?? "",
-      NODE_ENV: "test",
-      PORT: String(port),
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: mkdtempSync(join(tmpdir(), "svc-gateway-child-")),
-      // Same key as the test gateway: callback tokens and cursors must agree across processes.
-      SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
-      LOG_LEVEL: "info",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const merged: Record<string, string | undefined> = {
+    PATH: process.env.PATH ?? "",
+    NODE_ENV: "test",
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: mkdtempSync(join(tmpdir(), "svc-gateway-child-")),
+    // Same key as the test gateway: callback tokens and cursors must agree across processes.
+    SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
+    LOG_LEVEL: "info",
+    ...env,
+  };
+  return Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+/** `node --import tsx server/main.ts`, through `sh` when a umask is asked for. */
+export function spawnMain(env: Record<string, string>, options: ChildOptions = {}): ChildProcess {
+  const args = ["--import", "tsx", "server/main.ts"];
+  const spawnOptions = { cwd: process.cwd(), env, stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"] };
+  if (!options.umask) return spawn(process.execPath, args, spawnOptions);
+  return spawn("sh", ["-c", `umask ${options.umask} && exec "$0" "$@"`, process.execPath, ...args], spawnOptions);
+}
+
+export async function startChildGateway(env: Record<string, string | undefined> = {}, options: ChildOptions = {}): Promise<ChildGateway> {
+  const port = await freePort();
+  const child = spawnMain(childEnv({ PORT: String(port), ...env }), options);
   let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  // The embedded database takes a few seconds more to start than a connection to PostgreSQL.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`child gateway not ready within 30 s:\n${out}`);
+      throw new Error(`child gateway not ready within 60 s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
