@@ -19,6 +19,8 @@ const Env = z.object({
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   TRANSPORT: z.string().min(1).default("sandbox"),
   SMTP_URL: z.string().min(1).optional(),
+  /** `log`: mail to the log and DATA_DIR/outbox. Unset: `smtp` with SMTP_URL, else `log` outside production. */
+  MAIL_TRANSPORT: z.enum(["smtp", "log"]).optional(),
   MAIL_FROM: z.string().min(3).default("svc-gateway <no-reply@localhost>"),
   SECRET_KEY: z.string().min(1).optional(),
   ADMIN_EMAIL: z.string().email().optional(),
@@ -54,6 +56,7 @@ export interface Config {
   dataDir: string;
   jobsMongoUrl: string | undefined;
   transport: string;
+  /** Set when mail goes out by SMTP; undefined: the log transport (the development outbox). */
   smtpUrl: string | undefined;
   mailFrom: string;
   /** 32 bytes: encrypts stored secrets and signs cursors. */
@@ -87,9 +90,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const production = e.NODE_ENV === "production";
   if (production) {
-    const missing = (["DATABASE_URL", "SECRET_KEY", "BASE_URL"] as const).filter((k) => !e[k]);
+    const missing: string[] = (["DATABASE_URL", "SECRET_KEY", "BASE_URL"] as const).filter((k) => !e[k]);
+    // The log transport writes sign-in codes and invitation links where whoever reads the log can
+    // use them: production takes it only when asked for by name (the mailer warns at every start).
+    if (!e.SMTP_URL && e.MAIL_TRANSPORT !== "log") missing.push("SMTP_URL (or MAIL_TRANSPORT=log to write mail to the log)");
     if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
   }
+  const smtpUrl = mailTransport(e) === "smtp" ? e.SMTP_URL : undefined;
   const dataDir = resolve(e.DATA_DIR);
   const webhookAllowPrivate = (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   let allowPrivate: AllowList;
@@ -109,7 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     jobsMongoUrl: e.JOBS_MONGODB_URL,
     transport: e.TRANSPORT,
-    smtpUrl: e.SMTP_URL,
+    smtpUrl,
     mailFrom: e.MAIL_FROM,
     secretKey: e.SECRET_KEY ? decodeSecretKey(e.SECRET_KEY) : developmentSecretKey(dataDir),
     adminEmail: (e.ADMIN_EMAIL ?? "admin@localhost").toLowerCase(),
@@ -126,6 +133,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
   };
+}
+
+function mailTransport(e: z.infer<typeof Env>): "smtp" | "log" {
+  if (e.MAIL_TRANSPORT === "smtp" && !e.SMTP_URL) throw new ConfigError("MAIL_TRANSPORT=smtp requires SMTP_URL");
+  return e.MAIL_TRANSPORT ?? (e.SMTP_URL ? "smtp" : "log");
 }
 
 function blankToUndefined(env: NodeJS.ProcessEnv): Record<string, string | undefined> {

@@ -34,7 +34,13 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const logger = options.logger ?? createLogger(config.logLevel);
   const database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger });
   const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
+  const mailer = createMailer({
+    smtpUrl: config.smtpUrl,
+    from: config.mailFrom,
+    outboxDir: join(config.dataDir, "outbox"),
+    logger,
+    production: config.production,
+  });
   const engines = new EngineRegistry();
   if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
   // The embedded database cannot LISTEN: keys are looked up on every request there.

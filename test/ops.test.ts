@@ -73,7 +73,7 @@ describe("configuration and logs", () => {
   it("refuses to start in production without DATABASE_URL, SECRET_KEY and BASE_URL", () => {
     expect(() => loadConfig({ NODE_ENV: "production" })).to.throw(ConfigError, /DATABASE_URL, SECRET_KEY, BASE_URL/);
     const key = Buffer.alloc(32, 7).toString("base64");
-    const config = loadConfig({ NODE_ENV: "production", DATABASE_URL: "postgres://x/y", SECRET_KEY: key, BASE_URL: "https://api.example.com/" });
+    const config = loadConfig({ NODE_ENV: "production", DATABASE_URL: "postgres://x/y", SECRET_KEY: key, BASE_URL: "https://api.example.com/", SMTP_URL: "smtp://mail.example.com" });
     expect(config.baseUrl).to.equal("https://api.example.com");
     expect(config.sandboxEnabled).to.equal(false);
     expect(() => loadConfig({ SECRET_KEY: Buffer.alloc(31).toString("base64"), DATA_DIR: testEnv().dataDir })).to.throw(ConfigError, /32 random bytes/);

@@ -287,7 +287,13 @@ describe("sandbox engine", () => {
 
   describe("when disabled", () => {
     it("is never enabled in production", () => {
-      const config = loadConfig({ NODE_ENV: "production", DATABASE_URL: "postgres://x@localhost/x", SECRET_KEY: randomBytes(32).toString("base64"), BASE_URL: "https://gw.example.com" });
+      const config = loadConfig({
+        NODE_ENV: "production",
+        DATABASE_URL: "postgres://x@localhost/x",
+        SECRET_KEY: randomBytes(32).toString("base64"),
+        BASE_URL: "https://gw.example.com",
+        SMTP_URL: "smtp://mail.example.com",
+      });
       expect(config.sandboxEnabled).to.equal(false);
       const engines = new EngineRegistry();
       engines.register(engine());

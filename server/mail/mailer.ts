@@ -39,7 +39,14 @@ function lazyTransport(make: (mailer: typeof nodemailer) => Transporter): { get(
   };
 }
 
-export function createMailer(options: { smtpUrl?: string | undefined; from: string; outboxDir: string; logger: Logger }): Mailer {
+export function createMailer(options: {
+  smtpUrl?: string | undefined;
+  from: string;
+  outboxDir: string;
+  logger: Logger;
+  /** Production with the log transport (MAIL_TRANSPORT=log): said at every start. */
+  production?: boolean;
+}): Mailer {
   const smtpUrl = options.smtpUrl;
   if (smtpUrl) {
     const transport = lazyTransport((mailer) => mailer.createTransport(smtpUrl));
@@ -49,6 +56,13 @@ export function createMailer(options: { smtpUrl?: string | undefined; from: stri
       },
       close: () => transport.close(),
     };
+  }
+  if (options.production) {
+    options.logger.warn(
+      { mail_transport: "log", outbox: options.outboxDir },
+      "MAIL_TRANSPORT=log in production: sign-in codes and invitation links are written to this log and the outbox; " +
+        "whoever can read them can sign in. Set SMTP_URL to send mail instead.",
+    );
   }
   const transport = lazyTransport((mailer) => mailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" }));
   let seq = 0;
