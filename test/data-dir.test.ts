@@ -64,7 +64,9 @@ function modes(dir: string): { path: string; mode: number; directory: boolean }[
 
 describe("DATA_DIR on the embedded database", function () {
   this.timeout(120_000);
-  const dataDir = mkdtempSync(join(tmpdir(), "svc-gateway-datadir-"));
+  // Not created here: the gateway creates it, under the child's umask.
+  const base = mkdtempSync(join(tmpdir(), "svc-gateway-datadir-"));
+  const dataDir = join(base, "data");
   const owner = uniqueEmail("cli-owner");
   let gateway: ChildGateway | undefined;
   // The embedded database, mail to the development outbox, and the loosest umask there is.
@@ -76,7 +78,7 @@ describe("DATA_DIR on the embedded database", function () {
 
   after(async () => {
     await gateway?.terminate();
-    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(base, { recursive: true, force: true });
   });
 
   it("lets the CLI create a workspace through the running gateway's database; its owner signs in at once", async () => {
@@ -90,7 +92,9 @@ describe("DATA_DIR on the embedded database", function () {
     expect(lock[1]).to.match(/^postgres:\/\//);
   });
 
-  it("keeps DATA_DIR 700, its files 600 and its directories 700 although started with umask 000", () => {
+  it("keeps DATA_DIR 700, its files 600 and its directories 700 although started with umask 000", async () => {
+    // A mail to the development outbox: the first workspace's owner (ADMIN_EMAIL's default) signs in.
+    expect(await signIn(gateway!.url, dataDir, "admin@localhost")).to.equal(200);
     expect(statSync(dataDir).mode & 0o777).to.equal(0o700);
     const all = modes(dataDir);
     expect(all.filter((f) => f.path.includes(`${join(dataDir, "pgdata")}`)).length).to.be.above(900);

@@ -29,7 +29,10 @@ describe("mail in production", function () {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    // A gateway that starts instead of refusing is stopped, not left running.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    clearTimeout(timer);
     expect(code, out).to.equal(2);
     expect(out).to.include("NODE_ENV=production requires SMTP_URL").and.include("MAIL_TRANSPORT=log");
   });
