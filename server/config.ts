@@ -1,9 +1,9 @@
 // The environment, parsed once. Nothing else in the project reads process.env.
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { readFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { ensurePrivateDir } from "./data-dir.js";
+import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -160,6 +160,7 @@ function developmentSecretKey(dataDir: string): Buffer {
   if (existsSync(file)) return decodeSecretKey(readFileSync(file, "utf8").trim());
   ensurePrivateDir(dataDir);
   const key = randomBytes(32);
-  writeFileSync(file, key.toString("base64") + "\n", { mode: 0o600 });
+  // Two processes starting together on a new DATA_DIR (a gateway and the CLI) keep the same key.
+  if (!createPrivateFile(file, key.toString("base64") + "\n")) return decodeSecretKey(readFileSync(file, "utf8").trim());
   return key;
 }

@@ -1,7 +1,7 @@
 // DATA_DIR holds what must stay the operator's own: the development secret key, the embedded
 // database's files, and the development outbox (sign-in codes, invitation links). It is made 700
 // and what the gateway writes there 600, whatever the umask the process was started with.
-import { chmodSync, mkdirSync, readdirSync } from "node:fs";
+import { chmodSync, linkSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Creates `dir` (and missing parents) if need be and leaves it readable by its owner only. */
@@ -9,6 +9,25 @@ export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // mkdir's mode is cut by the umask and leaves an existing directory as it was.
   chmodSync(dir, 0o700);
+}
+
+/**
+ * Creates `file` (mode 600) holding `content` unless it exists; false when it does. The content is
+ * there from the first moment, so a process starting at the same time reads it whole or not at
+ * all: written to a temporary file, then linked, which fails if the name is taken.
+ */
+export function createPrivateFile(file: string, content: string): boolean {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600 });
+  try {
+    linkSync(tmp, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
 }
 
 /**

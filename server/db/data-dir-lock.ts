@@ -5,9 +5,9 @@
 // The lock is a file, DATA_DIR/svc-gateway.pid, as PostgreSQL's postmaster.pid: first line the
 // owner's pid, second line its database URL once the database listens. A lock whose pid is gone is
 // stale (a crash, a SIGKILL) and is taken over.
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensurePrivateDir } from "../data-dir.js";
+import { createPrivateFile, ensurePrivateDir } from "../data-dir.js";
 
 export const LOCK_FILE = "svc-gateway.pid";
 
@@ -40,8 +40,8 @@ export async function lockDataDir(dataDir: string, waitMs = 60_000): Promise<Loc
     const holder = readLock(file);
     if (!holder) continue; // removed between our attempt and the read: try again
     if (!holder.pid || !alive(holder.pid) || (holder.pid === process.pid && !heldHere.has(file))) {
-      // Stale. Two processes taking over at once may both unlink; the link() above lets only one
-      // of them create the new lock, as PostgreSQL's own retry loop does.
+      // Stale. Two processes taking over at once may both unlink; creating by link() lets only one
+      // of them create the new lock (createPrivateFile), as PostgreSQL's own retry loop does.
       removeIfSame(file, holder.raw);
       continue;
     }
@@ -58,18 +58,9 @@ export async function lockDataDir(dataDir: string, waitMs = 60_000): Promise<Loc
 
 /** Creates the lock with its content in one step: a reader never sees it empty. */
 function tryCreate(file: string): boolean {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600 });
-  try {
-    linkSync(tmp, file);
-    heldHere.add(file);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw err;
-  } finally {
-    unlinkSync(tmp);
-  }
+  if (!createPrivateFile(file, `${process.pid}\n`)) return false;
+  heldHere.add(file);
+  return true;
 }
 
 function ownLock(file: string): DataDirLock {
