@@ -1,13 +1,13 @@
 // DATA_DIR on the embedded database, as `npm start` without DATABASE_URL runs it: one process
 // holds the directory, the operator's CLI reaches the database through it, and its files are
 // private whatever the umask the gateway was started with.
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import { LOCK_FILE } from "../server/db/data-dir-lock.js";
+import { DataDirInUseError, LOCK_FILE, lockDataDir } from "../server/db/data-dir-lock.js";
 import { uniqueEmail } from "./support/actors.js";
 import { startChildGateway, type ChildGateway } from "./support/child-gateway.js";
 
@@ -92,6 +92,19 @@ describe("DATA_DIR on the embedded database", function () {
     expect(lock[1]).to.match(/^postgres:\/\//);
   });
 
+  it("lets a second gateway on the same DATA_DIR use that database; stopping it leaves the holder's lock", async () => {
+    const lock = readFileSync(join(dataDir, LOCK_FILE), "utf8");
+    const second = await startChildGateway({ DATABASE_URL: undefined, SECRET_KEY: undefined, SMTP_URL: undefined, DATA_DIR: dataDir });
+    try {
+      expect(second.output()).to.include("using the embedded PostgreSQL of the process that holds DATA_DIR");
+      expect(await signIn(second.url, dataDir, owner)).to.equal(200);
+    } finally {
+      expect(await second.terminate()).to.equal(0);
+    }
+    expect(readFileSync(join(dataDir, LOCK_FILE), "utf8")).to.equal(lock);
+    expect(await signIn(gateway!.url, dataDir, owner)).to.equal(200);
+  });
+
   it("keeps DATA_DIR 700, its files 600 and its directories 700 although started with umask 000", async () => {
     // A mail to the development outbox: the first workspace's owner (ADMIN_EMAIL's default) signs in.
     expect(await signIn(gateway!.url, dataDir, "admin@localhost")).to.equal(200);
@@ -148,6 +161,49 @@ describe("DATA_DIR held by a process that cannot be reached", function () {
     expect(migrated.code, migrated.stderr).to.equal(0);
     expect(migrated.stdout).to.include("up to date");
     expect(safeList(dataDir)).to.include("pgdata").and.not.include(LOCK_FILE);
+  });
+});
+
+describe("DATA_DIR lock while its holder starts", () => {
+  let dataDir: string;
+  let holder: ChildProcess;
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "svc-gateway-starting-"));
+    // A live process standing for a gateway that has taken DATA_DIR but does not listen yet.
+    holder = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    await new Promise((r) => holder.once("spawn", r));
+    writeFileSync(join(dataDir, LOCK_FILE), `${holder.pid}\n`);
+  });
+  afterEach(() => {
+    holder.kill("SIGKILL");
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("waits for the holder's address", async () => {
+    const url = "postgres://postgres@127.0.0.1:1/postgres";
+    setTimeout(() => writeFileSync(join(dataDir, LOCK_FILE), `${holder.pid}\n${url}\n`), 400);
+    const outcome = await lockDataDir(dataDir, 5000);
+    expect(outcome).to.deep.include({ held: false, pid: holder.pid, url });
+  });
+
+  it("gives up after the wait with one line naming the holder", async () => {
+    const started = Date.now();
+    const err = await lockDataDir(dataDir, 500).then(() => null, (e: unknown) => e);
+    expect(err).to.be.instanceOf(DataDirInUseError);
+    expect((err as Error).message).to.include(`held by process ${holder.pid}`).and.not.include("\n");
+    expect(Date.now() - started).to.be.within(500, 3000);
+  });
+
+  it("takes it at once when the holder dies while starting", async () => {
+    holder.kill("SIGKILL");
+    await new Promise((r) => holder.once("exit", r));
+    const outcome = await lockDataDir(dataDir, 5000);
+    expect(outcome.held).to.equal(true);
+    if (outcome.held) {
+      expect(readFileSync(join(dataDir, LOCK_FILE), "utf8")).to.equal(`${process.pid}\n`);
+      outcome.lock.release();
+    }
+    expect(safeList(dataDir)).to.not.include(LOCK_FILE);
   });
 });
 
