@@ -41,6 +41,12 @@ const BY_NAME: Record<string, unknown> = {
   secret: "whsec_9bF2kLmQ7xR4tVz8NcP1sYw6",
   token: "cbt_7Hq2LxP9wRt4VzN8kMc3",
   "Idempotency-Key": "order-42",
+  cursor: "eyJ0IjoiMjAyNi0wMS0xNVQwOTozMDowMFoiLCJpZCI6Im1zZ18wMUpEM1E4VyJ9",
+  event_id: "evt_sandbox_0001",
+  provider_message_id: "3EB0C431C2A1F6D7E8B9",
+  created_by: "usr_" + ULID,
+  message: { connection: "support", to: "+15550002222", body: "Your weekly report is ready" },
+  error: { code: "recipient_unreachable", message: "The number is not on the network." },
   redirect_uris: ["https://app.example.com/oauth/callback"],
   redirect_uri: "https://app.example.com/oauth/callback",
   client_name: "Example assistant",
@@ -49,6 +55,24 @@ const BY_NAME: Record<string, unknown> = {
   grantId: "grt_" + ULID,
   deliveryId: "del_" + ULID,
   request_id: "req_" + ULID,
+};
+
+/** The identifier prefix of each resource (server/ids.ts), for its `id` field. */
+const ID_PREFIXES: Record<string, string> = {
+  Workspace: "wsp",
+  Member: "usr",
+  Invitation: "inv",
+  ApiKey: "key",
+  ApiKeyWithSecret: "key",
+  Message: "msg",
+  MessageWithTimeline: "msg",
+  Connection: "con",
+  ConnectionCreated: "con",
+  Schedule: "sch",
+  WebhookEndpoint: "whe",
+  WebhookEndpointCreated: "whe",
+  WebhookDelivery: "del",
+  AiRun: "run",
 };
 
 /** Optional request fields an example shows although they are optional. */
@@ -68,8 +92,8 @@ function idPrefix(schema: SchemaObject): string | undefined {
   return /Identifier with prefix `(\w+)_`/.exec(schema.description ?? "")?.[1];
 }
 
-function stringExample(schema: SchemaObject, name: string | undefined): string {
-  const prefix = idPrefix(schema);
+function stringExample(schema: SchemaObject, name: string | undefined, component: string | undefined): string {
+  const prefix = idPrefix(schema) ?? (name === "id" && component ? ID_PREFIXES[component] : undefined);
   const candidates: unknown[] = [
     name !== undefined ? BY_NAME[name] : undefined,
     prefix ? `${prefix}_${ULID}` : undefined,
@@ -98,17 +122,19 @@ function numberExample(schema: SchemaObject, name: string | undefined): number {
 export type Components = Record<string, SchemaObject>;
 
 /** An example value of `schema`; `request` leaves out optional fields but a few. */
-export function exampleOf(schema: SchemaObject | ReferenceObject, components: Components, request: boolean, name?: string, depth = 0): unknown {
+export function exampleOf(schema: SchemaObject | ReferenceObject, components: Components, request: boolean, name?: string, depth = 0, component?: string): unknown {
   if (depth > 12) return undefined;
   if (typeof schema.$ref === "string") {
     const ref = schema.$ref.replace("#/components/schemas/", "");
     if (ref === "Problem") return problemExample(400);
-    return exampleOf(components[ref]!, components, request, name, depth + 1);
+    return exampleOf(components[ref]!, components, request, name, depth + 1, ref);
   }
   schema = schema as SchemaObject;
   if (schema.const !== undefined) return schema.const;
   if (schema.enum) return name !== undefined && schema.enum.includes(BY_NAME[name]) ? BY_NAME[name] : schema.enum[0];
-  if (name !== undefined && BY_NAME[name] !== undefined && typeof BY_NAME[name] === "object") return BY_NAME[name];
+  const named = name !== undefined ? BY_NAME[name] : undefined;
+  const namedObject = schema.type === "object" && typeof named === "object" && named !== null && !Array.isArray(named);
+  if (namedObject || (schema.type === "array" && Array.isArray(named))) return named;
   const variants = schema.anyOf ?? schema.oneOf;
   if (variants) {
     const first = variants.find((v) => !("type" in v && v.type === "null")) ?? variants[0]!;
@@ -117,7 +143,7 @@ export function exampleOf(schema: SchemaObject | ReferenceObject, components: Co
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
   switch (type) {
     case "string":
-      return stringExample(schema, name);
+      return stringExample(schema, name, component);
     case "integer":
     case "number":
       return numberExample(schema, name);
@@ -135,7 +161,7 @@ export function exampleOf(schema: SchemaObject | ReferenceObject, components: Co
       const required = new Set(schema.required ?? []);
       for (const [key, value] of Object.entries(schema.properties ?? {})) {
         if (request && !required.has(key) && !SHOWN_OPTIONAL.has(key)) continue;
-        out[key] = exampleOf(value, components, request, key, depth + 1);
+        out[key] = exampleOf(value, components, request, key, depth + 1, component);
       }
       return out;
     }
