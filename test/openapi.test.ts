@@ -230,6 +230,7 @@ describe("OpenAPI document", () => {
     for (const { method, path, op } of operations(doc)) {
       const where = `${method} ${path}`;
       expect(op.description, where).to.be.a("string").with.length.above(20);
+      expect(op.description!.startsWith(op.summary!), `${where}: a description, not the summary again`).to.equal(false);
       for (const p of (op.parameters ?? []) as ParameterObject[]) expect(p.example, `${where} parameter ${p.name}`).to.not.equal(undefined);
       for (const [type, media] of Object.entries((op.requestBody as RequestBodyObject | undefined)?.content ?? {})) {
         expect(media.example, `${where} request ${type}`).to.not.equal(undefined);

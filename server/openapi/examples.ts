@@ -104,9 +104,9 @@ function stringExample(schema: SchemaObject, name: string | undefined, component
   ];
   for (const c of candidates) if (fitsString(schema, c)) return c;
   // Lengths alone: a run of letters as long as required.
-  const fallback = "example".padEnd(schema.minLength ?? 0, "x").slice(0, schema.maxLength ?? Infinity);
-  if (fitsString(schema, fallback)) return fallback;
-  throw new Error(`no example fits the string schema of ${name ?? "(anonymous)"}: ${JSON.stringify(schema)}; add one to BY_NAME`);
+  // Should that miss a pattern, the linters in CI name the field (add a value to BY_NAME); the
+  // document served at run time must not fail over an example.
+  return "example".padEnd(schema.minLength ?? 0, "x").slice(0, schema.maxLength ?? Infinity);
 }
 
 function numberExample(schema: SchemaObject, name: string | undefined): number {
