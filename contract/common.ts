@@ -72,6 +72,35 @@ export interface RouteMetadata {
   notImplemented?: true;
 }
 
+/**
+ * Every `code` a problem of this API carries. The server's table of statuses and titles
+ * (server/http/errors.ts) must cover exactly these; the SDK types SvcApiError.code with them.
+ */
+export const PROBLEM_CODES = [
+  "validation_failed",
+  "unauthorized",
+  "plan_required",
+  "forbidden",
+  "insufficient_scope",
+  "cross_site_request",
+  "not_found",
+  "invalid_state",
+  "connection_not_ready",
+  "idempotency_in_flight",
+  "slug_taken",
+  "already_member",
+  "owner_required",
+  "idempotency_mismatch",
+  "rate_limited",
+  "quota_exceeded",
+  "internal",
+  "not_implemented",
+  "unavailable",
+  "transport_unavailable",
+] as const;
+export const ProblemCode = z.enum(PROBLEM_CODES);
+export type ProblemCode = z.infer<typeof ProblemCode>;
+
 /** RFC 9457 problem details, with the stable `code` and the `request_id` of every error. */
 export const Problem = z
   .object({
@@ -79,7 +108,7 @@ export const Problem = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string().optional(),
-    code: z.string(),
+    code: ProblemCode,
     request_id: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   })
@@ -121,7 +150,8 @@ export function isRealZonedDateTime(value: string): boolean {
 /**
  * An e-mail address: local part, then a host name whose labels are letters, digits and hyphens.
  * Single-label hosts are allowed (`admin@localhost` is the development owner), which zod's
- * `.email()` refuses. The OpenAPI document marks it `format: email`.
+ * `.email()` refuses. The OpenAPI document gives the pattern without `format: email`, whose
+ * usual implementations require a dot in the host and would refuse `admin@localhost`.
  */
 export const EMAIL_PATTERN = /^[^\s@"(),:;<>[\\\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 export const EmailAddress = z.string().regex(EMAIL_PATTERN, "must be an e-mail address");

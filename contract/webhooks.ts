@@ -2,7 +2,8 @@
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionRef, IdParams, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { ConnectionRef, ErrorInfo, IdParams, MessageStatus, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { Schedule } from "./schedules.js";
 
 const c = initContract();
 
@@ -24,6 +25,20 @@ export const WEBHOOK_EVENTS = [
   "ai.reply.sent",
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** `data` of `schedule.fired`: the schedule, the occurrence and the message it sent (or why not). */
+export const ScheduleFiredData = z.object({
+  schedule: Schedule,
+  occurrence_at: Timestamp,
+  message_id: z.string().nullable(),
+  message_status: MessageStatus.nullable(),
+  error: ErrorInfo.nullable(),
+});
+export type ScheduleFiredData = z.infer<typeof ScheduleFiredData>;
+
+/** `data` of `schedule.completed`. */
+export const ScheduleCompletedData = z.object({ schedule: Schedule });
+export type ScheduleCompletedData = z.infer<typeof ScheduleCompletedData>;
 
 export const CreateWebhookEndpointBody = z
   .object({

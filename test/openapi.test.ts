@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { expect } from "chai";
-import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject } from "openapi3-ts/oas31";
+import type { OpenAPIObject, OperationObject, ParameterObject, RequestBodyObject, ResponseObject, SchemaObject } from "openapi3-ts/oas31";
+import { ERROR_CODES } from "../server/http/errors.js";
 import { buildOpenApiDocument } from "../server/openapi/document.js";
 
 // Spec section 4, every path under /v1, written out literally (4.1 through 4.10, 4.6b, 4.9).
@@ -81,6 +82,16 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resend"],
 ];
 
+// Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.
+const OPERATIONAL_OPERATIONS: [string, string][] = [
+  ["get", "/healthz"],
+  ["get", "/readyz"],
+  ["get", "/metrics"],
+  ["get", "/.well-known/api-catalog"],
+  ["get", "/.well-known/oauth-authorization-server"],
+  ["get", "/.well-known/oauth-protected-resource/v1/mcp"],
+];
+
 // RFC 6749 / RFC 7591 errors are `{error, error_description}` as application/json, not problems.
 const OAUTH_ERRORS = new Set(["oauthRegister 400", "oauthToken 400"]);
 
@@ -124,7 +135,7 @@ describe("OpenAPI document", () => {
     const missing = SPEC_OPERATIONS.filter(([method, path]) => !doc.paths?.[path]?.[method as (typeof METHODS)[number]]);
     expect(missing, "missing operations").to.deep.equal([]);
     const documented = operations(doc).map(({ method, path }) => `${method} ${path}`);
-    expect(documented).to.have.members([...SPEC_OPERATIONS, ...EXTENSION_OPERATIONS].map(([m, p]) => `${m} ${p}`));
+    expect(documented).to.have.members([...SPEC_OPERATIONS, ...OPERATIONAL_OPERATIONS, ...EXTENSION_OPERATIONS].map(([m, p]) => `${m} ${p}`));
     for (const [method, path] of EXTENSION_OPERATIONS) {
       expect(doc.paths?.[path]?.[method as (typeof METHODS)[number]]?.summary, `${method} ${path}`).to.include("(extension)");
     }
@@ -154,7 +165,8 @@ describe("OpenAPI document", () => {
         } else if (status === "204" || status === "302" || (op.operationId === "mcpCall" && status === "202")) {
           expect(types, where).to.deep.equal([]);
         } else {
-          expect(types, where).to.deep.equal(op.operationId === "messagesExport" ? ["text/csv"] : ["application/json"]);
+          const special: Record<string, string> = { messagesExport: "text/csv", metrics: "text/plain", apiCatalog: "application/linkset+json" };
+          expect(types, where).to.deep.equal([special[op.operationId!] ?? "application/json"]);
         }
         if (status === "429") expect(response.headers, where).to.have.property("Retry-After");
       }
@@ -168,7 +180,9 @@ describe("OpenAPI document", () => {
     expect(security("post", "/v1/webhook-endpoints")).to.deep.equal([{ apiKey: [] }, { sessionCookie: [] }]);
     expect(security("post", "/v1/mcp")).to.deep.equal([{ apiKey: [] }, { oauth2: ["mcp:read"] }]);
     expect(security("post", "/v1/auth/verify")).to.deep.equal([]);
-    expect(Object.keys(doc.components?.securitySchemes ?? {})).to.have.members(["apiKey", "sessionCookie", "oauth2"]);
+    expect(Object.keys(doc.components?.securitySchemes ?? {})).to.have.members(["apiKey", "sessionCookie", "oauth2", "metricsToken"]);
+    expect(security("get", "/metrics")).to.deep.equal([{ metricsToken: [] }]);
+    expect(security("get", "/healthz")).to.deep.equal([]);
   });
 
   it("keeps limits, integer types and content types through the conversion", () => {
@@ -186,5 +200,81 @@ describe("OpenAPI document", () => {
     const text = JSON.stringify(doc);
     expect(text).to.not.include('"nullable"');
     expect(text).to.not.include('"$schema"');
+  });
+
+  it("names every resource as a component schema and references it with $ref", () => {
+    const schemas = doc.components?.schemas ?? {};
+    const resources = ["Message", "MessageTimelineEntry", "Connection", "Schedule", "WebhookEndpoint", "WebhookDelivery", "ApiKey", "Member", "Invitation", "Workspace", "Usage", "AiCredential", "AiPolicy", "AiRun", "Whoami", "Problem"];
+    expect(Object.keys(schemas)).to.include.members(resources);
+    const ok = (method: "get" | "post", path: string, status: string) =>
+      ((doc.paths?.[path]?.[method]?.responses as Record<string, ResponseObject>)[status]?.content?.["application/json"]?.schema as { $ref?: string }).$ref;
+    expect(ok("get", "/v1/connections/{connection}", "200")).to.equal("#/components/schemas/Connection");
+    expect(ok("get", "/v1/messages/{id}", "200")).to.equal("#/components/schemas/MessageWithTimeline");
+    expect(ok("get", "/v1/workspace", "200")).to.equal("#/components/schemas/Workspace");
+    expect(JSON.stringify(schemas.MessagePage)).to.include('"$ref":"#/components/schemas/Message"');
+    expect(JSON.stringify(schemas.MessageWithTimeline)).to.include('"$ref":"#/components/schemas/MessageTimelineEntry"');
+    // Every $ref resolves, and every component is used.
+    const text = JSON.stringify(doc);
+    const refs = new Set([...text.matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]!));
+    expect([...refs].filter((r) => !(r in schemas))).to.deep.equal([]);
+    expect(Object.keys(schemas).filter((name) => !refs.has(name))).to.deep.equal([]);
+  });
+
+  it("gives the problem code as an enum of exactly the server's codes", () => {
+    const problem = doc.components?.schemas?.Problem as SchemaObject;
+    expect(problem.properties?.code).to.deep.equal({ $ref: "#/components/schemas/ProblemCode" });
+    expect((doc.components?.schemas?.ProblemCode as SchemaObject).enum).to.have.members(Object.keys(ERROR_CODES));
+  });
+
+  it("gives every operation a description and examples of its parameters, request and responses", () => {
+    for (const { method, path, op } of operations(doc)) {
+      const where = `${method} ${path}`;
+      expect(op.description, where).to.be.a("string").with.length.above(20);
+      expect(op.description!.startsWith(op.summary!), `${where}: a description, not the summary again`).to.equal(false);
+      for (const p of (op.parameters ?? []) as ParameterObject[]) expect(p.example, `${where} parameter ${p.name}`).to.not.equal(undefined);
+      for (const [type, media] of Object.entries((op.requestBody as RequestBodyObject | undefined)?.content ?? {})) {
+        expect(media.example, `${where} request ${type}`).to.not.equal(undefined);
+      }
+      const responses = Object.entries(op.responses as Record<string, ResponseObject>);
+      expect(responses.some(([, r]) => Object.values(r.content ?? {}).some((m) => m.example !== undefined)), `${where}: a response example`).to.equal(true);
+      for (const [status, response] of responses) {
+        for (const [type, media] of Object.entries(response.content ?? {})) expect(media.example, `${where} ${status} ${type}`).to.not.equal(undefined);
+      }
+    }
+    const send = doc.paths?.["/v1/messages/text"]?.post;
+    expect((send?.requestBody as RequestBodyObject).content["application/json"]?.example).to.include({ connection: "support", to: "+15550002222" });
+    const notFound = (doc.paths?.["/v1/messages/{id}"]?.get?.responses as Record<string, ResponseObject>)["404"]?.content?.["application/problem+json"]?.example;
+    expect(notFound).to.include({ status: 404, code: "not_found" });
+  });
+
+  it("declares the rate-limit, Retry-After, Idempotent-Replayed and X-Request-Id headers", () => {
+    expect(Object.keys(doc.components?.headers ?? {})).to.have.members(["X-Request-Id", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Idempotent-Replayed"]);
+    const send = doc.paths?.["/v1/messages/text"]?.post?.responses as Record<string, ResponseObject>;
+    expect(Object.keys(send["202"]!.headers!)).to.have.members(["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Idempotent-Replayed"]);
+    expect(Object.keys(send["429"]!.headers!)).to.include.members(["Retry-After", "RateLimit-Remaining"]);
+    expect(Object.keys(send["409"]!.headers!)).to.include("Retry-After");
+    // A session-only route has no per-key limit to report.
+    const workspace = doc.paths?.["/v1/workspace"]?.get?.responses as Record<string, ResponseObject>;
+    expect(Object.keys(workspace["200"]!.headers!)).to.deep.equal(["X-Request-Id"]);
+  });
+
+  it("accepts the development owner admin@localhost as the sign-in address", () => {
+    const body = (doc.paths?.["/v1/auth/request-code"]?.post?.requestBody as RequestBodyObject).content["application/json"]!;
+    const ref = (body.schema as { $ref: string }).$ref.split("/").pop()!;
+    const email = (doc.components?.schemas?.[ref] as SchemaObject).properties?.email as SchemaObject;
+    // `format: email` as validators implement it needs a dot in the host: the pattern says it all.
+    expect(email.format).to.equal(undefined);
+    expect(new RegExp(email.pattern!, "u").test("admin@localhost")).to.equal(true);
+    expect(new RegExp(email.pattern!, "u").test("admin@")).to.equal(false);
+    expect(body.example).to.deep.equal({ email: "admin@localhost" });
+  });
+
+  it("says which operations answer 501 for now", () => {
+    const pending = operations(doc).filter(({ op }) => op["x-not-implemented"] === true);
+    expect(pending.map(({ op }) => op.operationId)).to.include("mcpCall");
+    for (const { method, path, op } of pending) {
+      expect(op.description, `${method} ${path}`).to.include("Not implemented yet");
+      expect(op.responses, `${method} ${path}`).to.have.property("501");
+    }
   });
 });

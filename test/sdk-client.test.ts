@@ -1,7 +1,20 @@
 // The SDK client against a scripted fetch: credentials, idempotency keys, what is retried and what
 // is not, typed errors and pagination. No server needed.
 import { expect } from "chai";
-import { createClient, expectOk, expectStatus, isProblem, listAllMessages, paginate, SvcApiError, type ClientOptions } from "../sdk/src/index.js";
+import { backoffMs, DEFAULT_RETRY_POLICY } from "../sdk/src/retry.js";
+import {
+  autoPaginate,
+  createClient,
+  expectOk,
+  expectStatus,
+  isProblem,
+  listAllMessages,
+  listAllWebhookDeliveries,
+  paginate,
+  SvcApiError,
+  SvcConnectionError,
+  type ClientOptions,
+} from "../sdk/src/index.js";
 
 type Step = Response | Error | (() => Response);
 
@@ -101,14 +114,51 @@ describe("sdk client", () => {
     expect((await client(fetch).workspace.whoami()).status).to.equal(200);
     expect(calls).to.have.length(3);
 
-    const failing = scripted(new TypeError("fetch failed"), new TypeError("fetch failed"));
-    try {
-      await client(failing.fetch, { maxRetries: 1 }).workspace.whoami();
-      expect.fail("resolved");
-    } catch (err) {
-      expect((err as Error).message).to.equal("fetch failed");
-    }
+    const refused = Object.assign(new TypeError("fetch failed"), { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }) });
+    const failing = scripted(new TypeError("fetch failed"), refused);
+    const err = await expectRejection(client(failing.fetch, { maxRetries: 1 }).workspace.whoami());
+    expect(err).to.be.instanceOf(SvcConnectionError);
+    const e = err as SvcConnectionError;
+    expect(e.name).to.equal("SvcConnectionError");
+    expect(e.message).to.equal("GET http://gateway.test/v1/whoami: no answer (ECONNREFUSED) after 2 attempts");
+    expect([e.method, e.attempts, e.timedOut, e.cause]).to.deep.equal(["GET", 2, false, refused]);
     expect(failing.calls).to.have.length(2);
+  });
+
+  it("gives each attempt `timeout` ms, retries a timed-out GET, and raises SvcConnectionError", async () => {
+    // A gateway that never answers: the attempt ends only when its signal aborts.
+    let attempts = 0;
+    const hanging: typeof globalThis.fetch = (_input, init) => {
+      attempts++;
+      return new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason)));
+    };
+    const started = Date.now();
+    const err = await expectRejection(client(hanging, { timeout: 50, maxRetries: 1 }).workspace.whoami());
+    expect(err).to.be.instanceOf(SvcConnectionError);
+    expect((err as SvcConnectionError).timedOut).to.equal(true);
+    expect((err as SvcConnectionError).message).to.match(/no answer \(timed out\) after 2 attempts$/);
+    expect(attempts).to.equal(2);
+    expect(Date.now() - started).to.be.at.least(95).and.below(2000);
+
+    // An answer within the timeout is not affected.
+    const { fetch } = scripted(json(200, whoami));
+    expect((await client(fetch, { timeout: 1 }).workspace.whoami()).status).to.equal(200);
+    expect(() => client(fetch, { timeout: 0 })).to.throw(RangeError);
+  });
+
+  it("passes the caller's own abort through as it is, without retrying", async () => {
+    const controller = new AbortController();
+    let attempts = 0;
+    const hanging: typeof globalThis.fetch = (_input, init) => {
+      attempts++;
+      return new Promise((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason)));
+    };
+    const pending = client(hanging).workspace.whoami({ fetchOptions: { signal: controller.signal } });
+    setTimeout(() => controller.abort(new Error("caller gave up")), 20);
+    const err = await expectRejection(pending);
+    expect(err).to.not.be.instanceOf(SvcConnectionError);
+    expect((err as Error).message).to.equal("caller gave up");
+    expect(attempts).to.equal(1);
   });
 
   it("never retries 4xx other than 429, 501, or a POST without an idempotency key", async () => {
@@ -130,7 +180,8 @@ describe("sdk client", () => {
     expect(post.calls).to.have.length(1);
 
     const offline = scripted(new TypeError("fetch failed"));
-    await expectRejection(client(offline.fetch).workspace.createApiKey({ body: { name: "k", scopes: ["messages:read"] } }));
+    const err = await expectRejection(client(offline.fetch).workspace.createApiKey({ body: { name: "k", scopes: ["messages:read"] } }));
+    expect((err as SvcConnectionError).attempts).to.equal(1);
     expect(offline.calls).to.have.length(1);
   });
 
@@ -145,13 +196,24 @@ describe("sdk client", () => {
     expect(quota.calls).to.have.length(1);
   });
 
-  it("backs off 200 ms, then 400 ms, by default", async () => {
+  it("backs off up to 200 ms, then 400 ms, by default, each jittered down to half", async () => {
     const { fetch, calls } = scripted(json(503, {}), json(503, {}), json(200, whoami));
     const started = Date.now();
     await client(fetch, { retryBaseDelayMs: undefined }).workspace.whoami();
     const elapsed = Date.now() - started;
     expect(calls).to.have.length(3);
-    expect(elapsed).to.be.at.least(590).and.below(2000);
+    expect(elapsed).to.be.at.least(295).and.below(2000);
+  });
+
+  it("jitters each backoff between half and all of its exponential ceiling", () => {
+    const policy = DEFAULT_RETRY_POLICY;
+    expect([backoffMs(policy, 0, () => 0), backoffMs(policy, 0, () => 0.999999)]).to.deep.equal([100, 200]);
+    expect([backoffMs(policy, 2, () => 0), backoffMs(policy, 2, () => 0.5)]).to.deep.equal([400, 600]);
+    // With the real random source, delays of one step spread over the range instead of coinciding.
+    const delays = Array.from({ length: 200 }, () => backoffMs(policy, 1));
+    expect(Math.min(...delays)).to.be.at.least(200);
+    expect(Math.max(...delays)).to.be.at.most(400);
+    expect(new Set(delays).size).to.be.above(20);
   });
 
   it("stops waiting between attempts when the caller aborts", async () => {
@@ -237,6 +299,31 @@ describe("sdk client", () => {
     expect(ids).to.deep.equal(["msg_2", "msg_1"]);
     expect(new URL(calls[0]!.url).search).to.equal("?status=failed&limit=50");
     expect(new URL(calls[1]!.url).searchParams.get("cursor")).to.equal("abc");
+  });
+
+  it("autoPaginate walks any cursor list; listAllWebhookDeliveries keeps the endpoint and filters", async () => {
+    const { fetch, calls } = scripted(
+      json(200, { data: [{ id: "del_2" }], next_cursor: "n1" }),
+      json(200, { data: [{ id: "del_1" }], next_cursor: null }),
+      json(200, { data: [{ id: "del_9" }], next_cursor: null }),
+    );
+    const c = client(fetch);
+    const ids: string[] = [];
+    for await (const d of autoPaginate(c.webhooks.listDeliveries, { params: { id: "whe_1" }, query: { status: "failed" } })) ids.push(d.id);
+    expect(ids).to.deep.equal(["del_2", "del_1"]);
+    expect(calls.map((call) => new URL(call.url).pathname + new URL(call.url).search)).to.deep.equal([
+      "/v1/webhook-endpoints/whe_1/deliveries?status=failed",
+      "/v1/webhook-endpoints/whe_1/deliveries?status=failed&cursor=n1",
+    ]);
+    for await (const d of listAllWebhookDeliveries(c, "whe_2")) ids.push(d.id);
+    expect(ids.at(-1)).to.equal("del_9");
+    expect(new URL(calls[2]!.url).pathname).to.equal("/v1/webhook-endpoints/whe_2/deliveries");
+
+    const failing = scripted(json(404, problem(404, "not_found")));
+    const err = await expectRejection((async () => {
+      for await (const _ of autoPaginate(client(failing.fetch).webhooks.listDeliveries, { params: { id: "whe_x" } })) void _;
+    })());
+    expect((err as SvcApiError).code).to.equal("not_found");
   });
 
   it("paginate stops on a cursor that does not advance", async () => {

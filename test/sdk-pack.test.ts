@@ -61,12 +61,27 @@ describe("@svc/sdk packed tarball", function () {
     expect(existsSync(join(installed, "dist/contract/index.js"))).to.equal(true);
     expect(existsSync(join(installed, "src")), "sources are not shipped").to.equal(false);
     expect(existsSync(join(installed, "tsconfig.build.json"))).to.equal(false);
+    // The main entry's declarations are plain TypeScript: nothing reachable from index.d.ts names
+    // zod, ts-rest or the contract (only the opt-in `@svc/sdk/contract` and internals do).
+    const seen = new Set<string>();
+    const pending = ["index.d.ts"];
+    while (pending.length > 0) {
+      const file = pending.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const text = readFileSync(join(installed, "dist/sdk/src", file), "utf8");
+      const imports = [...text.matchAll(/from "([^"]+)"/g)].map((m) => m[1]!);
+      expect(imports.filter((i) => !i.startsWith("./")), `${file} imports`).to.deep.equal([]);
+      pending.push(...imports.map((i) => i.slice(2).replace(/\.js$/, ".d.ts")));
+    }
+    expect([...seen]).to.include.members(["index.d.ts", "types.gen.d.ts", "client.d.ts"]);
   });
 
   it("runs from plain Node: a webhook round trip, the client and the contract", function () {
     writeFileSync(
       join(project, "smoke.mjs"),
-      `import { createClient, contract, signWebhookPayload, verifyWebhook, WebhookVerificationError, Message } from "@svc/sdk";
+      `import { createClient, signWebhookPayload, verifyWebhook, WebhookVerificationError } from "@svc/sdk";
+import { contract, Message } from "@svc/sdk/contract";
 const body = JSON.stringify({ id: "evt_1", type: "message.sent", created_at: "2025-01-01T00:00:00Z", connection: "c", data: {} });
 const now = Math.floor(Date.now() / 1000);
 const event = verifyWebhook({ payload: Buffer.from(body), headers: { "svc-signature": signWebhookPayload("s3cret", now, body) }, secret: "s3cret" });
@@ -97,8 +112,8 @@ console.log("ok");
     );
     writeFileSync(
       join(project, "consumer.ts"),
-      `import { createClient, expectOk, listAllMessages, verifyWebhook, type Message, type Whoami, type WebhookEventPayload } from "@svc/sdk";
-const client = createClient({ baseUrl: "http://localhost:1", apiKey: "svc_test_x" });
+      `import { autoPaginate, createClient, expectOk, listAllMessages, SvcApiError, SvcConnectionError, verifyWebhook, type Message, type Whoami, type WebhookDelivery, type WebhookEventPayload } from "@svc/sdk";
+const client = createClient({ baseUrl: "http://localhost:1", apiKey: "svc_test_x", timeout: 5000 });
 export async function main(): Promise<void> {
   const me: Whoami = await expectOk(client.workspace.whoami());
   const sent: Message = await expectOk(client.messages.send({ body: { connection: "c", to: "+15550001111", body: "hi" } }));
@@ -107,7 +122,18 @@ export async function main(): Promise<void> {
   // @ts-expect-error unknown fields are rejected by the contract's types
   await client.messages.send({ body: { connection: "c", to: "+15550001111", bogus: 1 } });
   for await (const m of listAllMessages(client, { status: "failed" })) void (m satisfies Message);
+  for await (const d of autoPaginate(client.webhooks.listDeliveries, { params: { id: "whe_1" }, query: { status: "failed" } })) void (d satisfies WebhookDelivery);
   const event: WebhookEventPayload = verifyWebhook({ payload: "{}", headers: {}, secret: "s" });
+  if (event.type === "message.delivered") void (event.data.status satisfies Message["status"]);
+  if (event.type === "schedule.fired") void (event.data.schedule.id satisfies string);
+  try {
+    await client.connections.list();
+  } catch (err) {
+    if (err instanceof SvcApiError && err.code === "connection_not_ready") void err.requestId;
+    // @ts-expect-error codes are the server's, not any string
+    if (err instanceof SvcApiError && err.code === "no_such_code") void err;
+    if (err instanceof SvcConnectionError) void [err.timedOut, err.attempts];
+  }
   void [me, sent, wrong, event];
 }
 `,
@@ -118,5 +144,31 @@ export async function main(): Promise<void> {
       const e = err as { stdout?: string; stderr?: string };
       expect.fail(`tsc failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`);
     }
+  });
+
+  it("type-checks a strict consumer without instantiating the contract (under 300 MB)", function () {
+    const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+    // skipLibCheck off: the SDK's declarations are checked too, as in the slowest consumer setup.
+    writeFileSync(
+      join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2022", "DOM"], strict: true, noEmit: true, skipLibCheck: false, types: [] },
+        files: ["four-lines.ts", "env.d.ts"],
+      }),
+    );
+    writeFileSync(
+      join(project, "four-lines.ts"),
+      `import { createClient, expectOk } from "@svc/sdk";
+const svc = createClient({ baseUrl: "http://localhost:3000", apiKey: process.env.SVC_KEY });
+const me = await expectOk(svc.workspace.whoami());
+console.log(me.workspace.name, me.scopes);
+`,
+    );
+    writeFileSync(join(project, "env.d.ts"), "declare const process: { env: Record<string, string | undefined> };\n");
+    const out = run(process.execPath, [tsc, "-p", ".", "--extendedDiagnostics"], project);
+    const figure = (label: string) => Number(new RegExp(`^${label}:\\s+(\\d+)`, "m").exec(out)?.[1]);
+    // Before the generated declarations: ~495,000 types, ~1,560,000 instantiations, ~820 MB.
+    expect(figure("Instantiations"), out).to.be.below(100_000);
+    expect(figure("Memory used"), out).to.be.below(300_000);
   });
 });

@@ -1,9 +1,20 @@
-// The typed client: ts-rest's client over the contract, with a fetcher that adds Idempotency-Keys
-// and retries what is safe to retry. Each call answers `{status, body, headers}`, typed per route.
-import { initClient, type ApiFetcher, type InitClientReturn } from "@ts-rest/core";
-import { contract, type Contract } from "../../contract/index.js";
+// The typed client: ts-rest's client over the contract, with a fetcher that adds Idempotency-Keys,
+// a timeout per attempt, and retries what is safe to retry. Each call answers `{status, body,
+// headers}`, typed per route by the generated SvcClient (types.gen.ts), which equals what ts-rest
+// infers from the contract but costs a consumer's compiler nothing to check.
+import { initClient, type ApiFetcher } from "@ts-rest/core";
+import { contract } from "../../contract/index.js";
+import type { SvcClientArgs } from "./client-args.js";
+import { SvcConnectionError } from "./errors.js";
 import { requiresIdempotencyKey, withIdempotencyKey } from "./idempotency.js";
 import { DEFAULT_RETRY_POLICY, retryDelayAfterNetworkError, retryDelayAfterResponse, sleep, type RetryPolicy } from "./retry.js";
+import type { SvcClient } from "./types.gen.js";
+
+export type { SvcClient };
+export type { CallOptions } from "./call-options.js";
+
+/** Default time for one attempt, from sending the request to the end of the answer's body. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
 
 export interface ClientOptions {
   /** The gateway's address, e.g. `https://gateway.example.com` (no `/v1`). */
@@ -18,22 +29,14 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Retries after the first attempt (5xx, network errors, 429); default 2, 0 disables. */
   maxRetries?: number;
-  /** First retry backoff in milliseconds, doubling on each retry; default 200. */
+  /** First retry backoff in milliseconds, doubling on each retry (with jitter); default 200. */
   retryBaseDelayMs?: number;
+  /**
+   * Milliseconds one attempt may take, answer body included; default 60,000. A timed-out attempt
+   * is retried like a network failure, and the last one raises SvcConnectionError (`timedOut`).
+   */
+  timeout?: number;
 }
-
-/** The client arguments createClient hands to ts-rest; they shape the per-route request types. */
-export interface SvcClientArgs {
-  baseUrl: string;
-  baseHeaders: Record<string, string>;
-  api: ApiFetcher;
-  throwOnUnknownStatus: true;
-  validateResponse: false;
-  jsonQuery: false;
-}
-
-/** The ts-rest client of the whole contract: `client.messages.send(…)`, `client.workspace.whoami()`… */
-export type SvcClient = InitClientReturn<Contract, SvcClientArgs>;
 
 export function createClient(options: ClientOptions): SvcClient {
   const baseHeaders: Record<string, string> = { ...options.headers };
@@ -45,34 +48,42 @@ export function createClient(options: ClientOptions): SvcClient {
     ...(options.retryBaseDelayMs !== undefined && { baseDelayMs: Math.max(0, options.retryBaseDelayMs) }),
   };
   const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new RangeError("timeout must be a positive number of milliseconds");
   const args: SvcClientArgs = {
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     baseHeaders,
-    api: gatewayFetcher(fetchImpl, policy),
+    api: gatewayFetcher(fetchImpl, policy, timeoutMs),
     throwOnUnknownStatus: true,
     validateResponse: false,
     jsonQuery: false,
   };
-  return initClient(contract, args);
+  // The generated SvcClient is checked equal to ts-rest's inferred type (test/sdk-types.check.ts).
+  return initClient(contract, args) as unknown as SvcClient;
 }
 
 /**
  * ts-rest's fetcher (tsRestFetchApi) with the caller's fetch, an Idempotency-Key on the routes that
- * declare one, and retries. The key is fixed before the first attempt, so every retry of a send
- * carries the same key and the server replays instead of sending twice.
+ * declare one, a timeout per attempt, and retries. The key is fixed before the first attempt, so
+ * every retry of a send carries the same key and the server replays instead of sending twice.
+ * A request that never got an answer ends as SvcConnectionError; the caller's own abort is
+ * passed through as it is.
  */
-function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy): ApiFetcher {
+function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs: number): ApiFetcher {
   return async ({ route, path, method, headers, body, fetchOptions }) => {
     const sentHeaders = withIdempotencyKey(route, headers);
     const request = { method, idempotencyKey: requiresIdempotencyKey(route) };
     const signal = fetchOptions?.signal;
     for (let retriesDone = 0; ; retriesDone++) {
       let response: Awaited<ReturnType<ApiFetcher>>;
+      const timeout = AbortSignal.timeout(timeoutMs);
       try {
-        response = await exchange(fetchImpl, path, { ...fetchOptions, method, headers: sentHeaders, body });
+        const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+        response = await exchange(fetchImpl, path, { ...fetchOptions, method, headers: sentHeaders, body, signal: attemptSignal });
       } catch (err) {
+        if (signal?.aborted) throw err;
         const delay = retryDelayAfterNetworkError(policy, request, retriesDone, signal);
-        if (delay === undefined) throw err;
+        if (delay === undefined) throw new SvcConnectionError({ method, url: path, attempts: retriesDone + 1, timedOut: timeout.aborted, cause: err });
         await sleep(delay, signal);
         continue;
       }

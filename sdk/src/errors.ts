@@ -1,7 +1,7 @@
 // Typed errors: every non-2xx answer of the gateway is application/problem+json (RFC 9457) with a
 // stable `code` and the `request_id`; `expectOk` turns such an answer into a thrown SvcApiError.
 import { UnknownStatusError } from "@ts-rest/core";
-import { Problem } from "../../contract/index.js";
+import type { Problem, ProblemCode } from "./types.gen.js";
 
 /** Any response of the ts-rest client. */
 export interface AnyResponse {
@@ -17,10 +17,27 @@ export type OkResponse<R> = R extends { status: SuccessStatus } ? R : never;
 /** The union of a route's 2xx bodies. */
 export type OkBody<R> = R extends { status: SuccessStatus; body: infer B } ? B : never;
 
-/** Whether `body` is a problem+json document of the gateway (type, title, status, code, request_id). */
+/**
+ * Whether `body` is a problem+json document of the gateway (type, title, status, code, request_id).
+ * Checked by shape, not against the list of codes, so that a newer gateway's code still reads as
+ * a problem.
+ */
 export function isProblem(body: unknown): body is Problem {
-  return Problem.safeParse(body).success;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
+  const b = body as Record<string, unknown>;
+  return (
+    typeof b.type === "string" &&
+    typeof b.title === "string" &&
+    typeof b.status === "number" &&
+    typeof b.code === "string" &&
+    typeof b.request_id === "string" &&
+    (b.detail === undefined || typeof b.detail === "string") &&
+    (b.errors === undefined || Array.isArray(b.errors))
+  );
 }
+
+/** A problem's `code`, or `http_<status>` for an error answer that was not a problem (a proxy's page). */
+export type SvcErrorCode = ProblemCode | `http_${number}`;
 
 /** Seconds from a Retry-After header (delta-seconds or HTTP-date); undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | null | undefined, nowMs = Date.now()): number | undefined {
@@ -37,7 +54,7 @@ export class SvcApiError extends Error {
   /** HTTP status of the answer. */
   readonly status: number;
   /** The problem's stable `code` (e.g. `validation_failed`), or `http_<status>` when the body was not a problem. */
-  readonly code: string;
+  readonly code: SvcErrorCode;
   /** The problem's `request_id`, else the `X-Request-Id` header; quote it when reporting an issue. */
   readonly requestId: string | undefined;
   /** The problem+json body; undefined when the answer was not one (e.g. a proxy's HTML page). */
@@ -50,7 +67,7 @@ export class SvcApiError extends Error {
 
   constructor(response: { status: number; body: unknown; headers?: Headers }) {
     const problem = isProblem(response.body) ? response.body : undefined;
-    const code = problem?.code ?? `http_${response.status}`;
+    const code: SvcErrorCode = problem?.code ?? `http_${response.status}`;
     super(`${response.status} ${code}: ${problem?.detail ?? problem?.title ?? "request failed"}`);
     this.status = response.status;
     this.code = code;
@@ -65,6 +82,39 @@ export class SvcApiError extends Error {
   get errors(): { path: string; message: string }[] {
     return this.problem?.errors ?? [];
   }
+}
+
+/**
+ * A request that got no answer: the connection was refused or reset, the name did not resolve,
+ * or every attempt timed out (`timedOut`). Raised after the retries the request allowed. The
+ * request may or may not have reached the gateway: a send repeated with the same Idempotency-Key
+ * is safe.
+ */
+export class SvcConnectionError extends Error {
+  override readonly name = "SvcConnectionError";
+  readonly method: string;
+  readonly url: string;
+  /** Attempts made, retries included. */
+  readonly attempts: number;
+  /** Whether the last attempt ran out of the client's `timeout`. */
+  readonly timedOut: boolean;
+
+  constructor(details: { method: string; url: string; attempts: number; timedOut: boolean; cause: unknown }) {
+    const reason = details.timedOut ? "timed out" : describeCause(details.cause);
+    super(`${details.method} ${details.url}: no answer (${reason}) after ${details.attempts} attempt${details.attempts === 1 ? "" : "s"}`, { cause: details.cause });
+    this.method = details.method;
+    this.url = details.url;
+    this.attempts = details.attempts;
+    this.timedOut = details.timedOut;
+  }
+}
+
+// fetch reports "fetch failed" and keeps the reason (ECONNREFUSED, ENOTFOUND…) in its cause.
+function describeCause(cause: unknown): string {
+  const inner = (cause as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (typeof inner?.code === "string") return inner.code;
+  if (cause instanceof Error) return cause.message;
+  return String(cause);
 }
 
 /**

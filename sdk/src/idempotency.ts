@@ -30,7 +30,7 @@ function collect(router: AppRouter, into: Set<string>): Set<string> {
 const idempotentRoutes = collect(contract, new Set([`${contract.messages.send.method} ${contract.messages.send.path}`]));
 
 /** Whether calls to `route` must carry an Idempotency-Key. */
-export function requiresIdempotencyKey(route: Pick<AppRoute, "method" | "path">): boolean {
+export function requiresIdempotencyKey(route: { method: string; path: string }): boolean {
   return idempotentRoutes.has(`${route.method} ${route.path}`);
 }
 
@@ -38,7 +38,7 @@ export function requiresIdempotencyKey(route: Pick<AppRoute, "method" | "path">)
  * Headers (lowercase names, as ts-rest hands them to the fetcher) with an Idempotency-Key added
  * when the route requires one and the caller did not give one.
  */
-export function withIdempotencyKey(route: Pick<AppRoute, "method" | "path">, headers: Record<string, string>): Record<string, string> {
+export function withIdempotencyKey(route: { method: string; path: string }, headers: Record<string, string>): Record<string, string> {
   if (!requiresIdempotencyKey(route)) return headers;
   const given = Object.keys(headers).find((name) => name.toLowerCase() === IDEMPOTENCY_HEADER);
   if (given !== undefined && headers[given] !== "") return headers;

@@ -1,9 +1,11 @@
 // @svc/sdk: the typed client of svc-gateway, built from the same ts-rest contract as the server,
-// plus the helpers every integration needs (idempotency, retries, typed errors, pagination,
-// webhook signature verification).
-export { createClient, type ClientOptions, type SvcClient, type SvcClientArgs } from "./client.js";
+// plus the helpers every integration needs (idempotency, retries, timeouts, typed errors,
+// pagination, webhook signature verification). Its types are plain TypeScript generated from the
+// contract (types.gen.ts); the contract itself, with its zod schemas, is `@svc/sdk/contract`.
+export { createClient, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type SvcClient } from "./client.js";
 export {
   SvcApiError,
+  SvcConnectionError,
   expectOk,
   expectStatus,
   isProblem,
@@ -12,10 +14,20 @@ export {
   type OkBody,
   type OkResponse,
   type SuccessStatus,
+  type SvcErrorCode,
 } from "./errors.js";
 export { IDEMPOTENCY_HEADER, newIdempotencyKey, requiresIdempotencyKey } from "./idempotency.js";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.js";
-export { listAllMessages, paginate, type CursorPage, type ListAllMessagesQuery } from "./pagination.js";
+export {
+  autoPaginate,
+  listAllMessages,
+  listAllWebhookDeliveries,
+  paginate,
+  type AutoPaginateArgs,
+  type CursorPage,
+  type ListAllMessagesQuery,
+  type ListAllWebhookDeliveriesQuery,
+} from "./pagination.js";
 export {
   DEFAULT_TOLERANCE_SECONDS,
   SIGNATURE_HEADER,
@@ -24,10 +36,11 @@ export {
   signWebhookPayload,
   verifyWebhook,
   type VerifyWebhookOptions,
+  type WebhookEventDataMap,
   type WebhookEventPayload,
   type WebhookHeaders,
   type WebhookVerificationFailure,
 } from "./webhooks.js";
 
-// The contract and every schema and type in it (Message, Connection, Problem…).
-export * from "../../contract/index.js";
+// Every resource, request and enum type of the API (Message, Connection, Problem, ProblemCode…).
+export type * from "./types.gen.js";

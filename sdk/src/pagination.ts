@@ -1,8 +1,8 @@
 // Cursor pagination (product.md, Lists): newest first, `next_cursor` null on the last page.
-import type { z } from "zod";
-import type { ListMessagesQuery, Message } from "../../contract/index.js";
+// autoPaginate walks any cursor list of the client; the named helpers cover each one.
 import type { SvcClient } from "./client.js";
-import { expectOk } from "./errors.js";
+import { expectOk, type AnyResponse, type OkBody } from "./errors.js";
+import type { Message, WebhookDelivery } from "./types.gen.js";
 
 export interface CursorPage<T> {
   data: T[];
@@ -26,10 +26,40 @@ export async function* paginate<T>(fetchPage: (cursor: string | undefined) => Pr
   }
 }
 
-/** Filters of `GET /v1/messages` (all but the cursor, which paginate drives). */
-export type ListAllMessagesQuery = Omit<z.input<typeof ListMessagesQuery>, "cursor">;
+/** A list call's arguments without the cursor, which autoPaginate drives. */
+export type AutoPaginateArgs<A> = Omit<NonNullable<A>, "query"> & { query?: Omit<NonNullable<NonNullable<A> extends { query?: infer Q } ? Q : never>, "cursor"> };
+
+/**
+ * Every item of any cursor-paginated list of the client, across pages; throws SvcApiError on an
+ * error answer.
+ *
+ *     for await (const d of autoPaginate(client.webhooks.listDeliveries, { params: { id }, query: { status: "failed" } })) …
+ */
+export function autoPaginate<A extends { query?: { cursor?: string | undefined } | undefined } | undefined, R extends AnyResponse>(
+  call: (args: A) => Promise<R>,
+  args: AutoPaginateArgs<A>,
+): AsyncGenerator<OkBody<R> extends CursorPage<infer T> ? T : never, void, undefined> {
+  const given = args as { query?: Record<string, unknown> };
+  const run = call as unknown as (args: object) => Promise<R>;
+  return paginate((cursor) => expectOk(run({ ...given, query: { ...given.query, ...(cursor !== undefined && { cursor }) } })) as Promise<CursorPage<never>>);
+}
+
+/** Filters of `GET /v1/messages` (all but the cursor). */
+export type ListAllMessagesQuery = NonNullable<AutoPaginateArgs<Parameters<SvcClient["messages"]["list"]>[0]>["query"]>;
 
 /** Every message matching `query`, newest first, across pages; throws SvcApiError on an error answer. */
 export function listAllMessages(client: Pick<SvcClient, "messages">, query: ListAllMessagesQuery = {}): AsyncGenerator<Message, void, undefined> {
-  return paginate((cursor) => expectOk(client.messages.list({ query: { ...query, ...(cursor !== undefined && { cursor }) } })));
+  return autoPaginate(client.messages.list, { query });
+}
+
+/** Filters of `GET /v1/webhook-endpoints/{id}/deliveries` (all but the cursor). */
+export type ListAllWebhookDeliveriesQuery = NonNullable<AutoPaginateArgs<Parameters<SvcClient["webhooks"]["listDeliveries"]>[0]>["query"]>;
+
+/** Every delivery of one webhook endpoint, newest first, across pages. */
+export function listAllWebhookDeliveries(
+  client: Pick<SvcClient, "webhooks">,
+  endpointId: string,
+  query: ListAllWebhookDeliveriesQuery = {},
+): AsyncGenerator<WebhookDelivery, void, undefined> {
+  return autoPaginate(client.webhooks.listDeliveries, { params: { id: endpointId }, query });
 }

@@ -6,7 +6,7 @@ import { parseRetryAfter } from "./errors.js";
 export interface RetryPolicy {
   /** Retries after the first attempt; 0 disables retrying. */
   maxRetries: number;
-  /** First backoff; doubles on each retry (200 ms, 400 ms, 800 ms…). */
+  /** First backoff; doubles on each retry (up to 200 ms, 400 ms, 800 ms…, each jittered down to half). */
   baseDelayMs: number;
   /** A Retry-After longer than this is not waited for: the answer is returned as it is. */
   maxRetryAfterSeconds: number;
@@ -27,8 +27,13 @@ function repeatable(request: RetriedRequest): boolean {
   return request.idempotencyKey || IDEMPOTENT_METHODS.has(request.method.toUpperCase());
 }
 
-function backoffMs(policy: RetryPolicy, retriesDone: number): number {
-  return policy.baseDelayMs * 2 ** retriesDone;
+/**
+ * Exponential backoff with jitter: between half and all of `baseDelayMs * 2^retriesDone`, so that
+ * clients failed by the same outage do not retry in step.
+ */
+export function backoffMs(policy: RetryPolicy, retriesDone: number, random: () => number = Math.random): number {
+  const ceiling = policy.baseDelayMs * 2 ** retriesDone;
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
 /**

@@ -6,7 +6,9 @@
 // Several v1 entries may be present (one per active secret while a secret is rotated); one match is
 // enough. Depends on node:crypto only, so the server can import this file without the client.
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { WebhookEvent } from "../../contract/index.js";
+import type { WebhookEventPayload } from "./webhooks-events.js";
+
+export type { WebhookEventDataMap, WebhookEventPayload } from "./webhooks-events.js";
 
 export const SIGNATURE_HEADER = "Svc-Signature";
 export const TIMESTAMP_HEADER = "Svc-Timestamp";
@@ -30,17 +32,6 @@ export class WebhookVerificationError extends Error {
   ) {
     super(message);
   }
-}
-
-/** The body of every webhook delivery. */
-export interface WebhookEventPayload<TData = Record<string, unknown>> {
-  /** `evt_…`; deliveries are at least once, so deduplicate on it. */
-  id: string;
-  type: WebhookEvent;
-  created_at: string;
-  /** Slug of the connection the event concerns. */
-  connection: string;
-  data: TData;
 }
 
 /** Request headers as Node (`req.headers`), Express or fetch (`Headers`) hand them over. */
@@ -119,7 +110,7 @@ function anySignatureMatches(expected: Buffer, candidates: string[]): boolean {
   return matched;
 }
 
-function parseEvent<TData>(payload: string | Uint8Array): WebhookEventPayload<TData> {
+function parseEvent(payload: string | Uint8Array): WebhookEventPayload {
   const text = typeof payload === "string" ? payload : new TextDecoder().decode(payload);
   let event: unknown;
   try {
@@ -127,19 +118,20 @@ function parseEvent<TData>(payload: string | Uint8Array): WebhookEventPayload<TD
   } catch {
     throw new WebhookVerificationError("invalid_payload", "webhook body is not JSON");
   }
-  const e = event as Partial<Record<keyof WebhookEventPayload, unknown>> | null;
+  const e = event as Partial<Record<"id" | "type", unknown>> | null;
   if (typeof e !== "object" || e === null || Array.isArray(e) || typeof e.id !== "string" || typeof e.type !== "string") {
     throw new WebhookVerificationError("invalid_payload", "webhook body is not an event object");
   }
-  return event as WebhookEventPayload<TData>;
+  return event as WebhookEventPayload;
 }
 
 /**
- * Checks a delivery's signature and age and returns the parsed event, or throws
+ * Checks a delivery's signature and age and returns the parsed event, typed by its `type`
+ * (`if (event.type === "message.delivered") event.data.status…`), or throws
  * WebhookVerificationError with its `reason`. The signature is checked first, so a
  * `timestamp_too_old` is an authentic but stale (possibly replayed) delivery.
  */
-export function verifyWebhook<TData = Record<string, unknown>>(options: VerifyWebhookOptions): WebhookEventPayload<TData> {
+export function verifyWebhook(options: VerifyWebhookOptions): WebhookEventPayload {
   const { payload, headers, secret, toleranceSeconds = DEFAULT_TOLERANCE_SECONDS } = options;
   const header = readHeader(headers, SIGNATURE_HEADER);
   if (header === undefined || header.trim() === "") throw new WebhookVerificationError("missing_signature", "no Svc-Signature header");
@@ -156,5 +148,5 @@ export function verifyWebhook<TData = Record<string, unknown>>(options: VerifyWe
   if (timestamp - now > toleranceSeconds) {
     throw new WebhookVerificationError("timestamp_in_future", `signed ${timestamp - now} s ahead (tolerance ${toleranceSeconds} s)`);
   }
-  return parseEvent<TData>(payload);
+  return parseEvent(payload);
 }

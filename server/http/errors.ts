@@ -2,7 +2,7 @@
 // RFC 9457 problem+json. Unexpected errors are logged and answered as a bare 500.
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
-import type { PlanFeature } from "../../contract/common.js";
+import type { PlanFeature, ProblemCode } from "../../contract/common.js";
 
 export const ERROR_CODES = {
   validation_failed: { status: 400, title: "The request is invalid" },
@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   not_implemented: { status: 501, title: "Not implemented yet" },
   unavailable: { status: 503, title: "Service unavailable" },
   transport_unavailable: { status: 503, title: "No transport configured" },
-} as const;
+} as const satisfies Record<ProblemCode, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

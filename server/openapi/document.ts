@@ -26,12 +26,14 @@ import type {
   ReferenceObject,
   RequestBodyObject,
   ResponseObject,
-  SchemaObject,
   SecurityRequirementObject,
 } from "openapi3-ts/oas31";
-import { ZodOptional, type z, type ZodTypeDef } from "zod";
-import { zodToJsonSchema, type PostProcessCallback } from "zod-to-json-schema";
-import { contract, DaysOfWeek, EMAIL_PATTERN, NoBody, Problem, Timestamp, ZonedDateTime, type RouteAuth, type RouteMetadata } from "../../contract/index.js";
+import { ZodOptional, type z } from "zod";
+import { contract, NoBody, Problem, type RouteAuth, type RouteMetadata } from "../../contract/index.js";
+import { OPERATION_DESCRIPTIONS } from "./descriptions.js";
+import { exampleOf, problemExample, type Components } from "./examples.js";
+import { OPERATIONAL_PATHS } from "./operational.js";
+import { SchemaRegistry } from "./schemas.js";
 
 export const OPENAPI_VERSION = "3.1.0";
 export const API_VERSION = "1.0.0";
@@ -47,7 +49,7 @@ const TAGS: { name: string; description: string }[] = [
   { name: "Auth", description: "Dashboard sign-in by e-mailed code; sets the `svc_session` cookie." },
   { name: "OAuth", description: "OAuth 2.1 authorization server for the tool endpoint." },
   { name: "MCP", description: "Hosted Model Context Protocol tool endpoint." },
-  { name: "Operational", description: "This document and the transport callback." },
+  { name: "Operational", description: "Liveness, readiness, metrics, discovery documents, this document and the transport callback." },
 ];
 
 const DESCRIPTION = [
@@ -62,43 +64,20 @@ const DESCRIPTION = [
   "Lists are cursor-paginated, newest first. Request bodies reject unknown fields.",
 ].join("\n");
 
-// ---- zod → JSON Schema ----
-
-const dateTimeDefs = new Set<ZodTypeDef>([ZonedDateTime._def, Timestamp._def]);
-
-// Fill in what the converter cannot see through refinements and shortcuts: RFC 3339 date-times
-// (a refine in ZonedDateTime; `Timestamp.nullable()` is emitted without visiting Timestamp) and
-// the no-repeat rule of days_of_week.
-const postProcess: PostProcessCallback = (schema, def) => {
-  if (!schema) return schema;
-  const inner = (def as { innerType?: z.ZodTypeAny }).innerType?._def;
-  if (dateTimeDefs.has(def) || (inner && dateTimeDefs.has(inner) && "type" in schema)) {
-    return { ...schema, format: "date-time" } as typeof schema;
-  }
-  if (def === DaysOfWeek._def) return { ...schema, uniqueItems: true } as typeof schema;
-  if ((schema as { pattern?: string }).pattern === EMAIL_PATTERN.source) return { ...schema, format: "email" } as typeof schema;
-  return schema;
-};
-
-export function toJsonSchema(schema: z.ZodTypeAny): SchemaObject {
-  const out = zodToJsonSchema(schema, {
-    target: "jsonSchema2019-09",
-    $refStrategy: "none",
-    // Strict zod objects get `additionalProperties: false`; stripping and passthrough objects
-    // (every response) stay open so that added fields are not breaking changes.
-    removeAdditionalStrategy: "strict",
-    allowedAdditionalProperties: undefined,
-    postProcess,
-  }) as Record<string, unknown>;
-  delete out.$schema;
-  return out as SchemaObject;
-}
-
 // ---- operations ----
 
 const PROBLEM_REF: ReferenceObject = { $ref: "#/components/schemas/Problem" };
-const REQUEST_ID: ReferenceObject = { $ref: "#/components/headers/X-Request-Id" };
-const RETRY_AFTER: ReferenceObject = { $ref: "#/components/headers/Retry-After" };
+const headerRef = (name: string): ReferenceObject => ({ $ref: `#/components/headers/${name}` });
+const RATE_LIMIT_HEADERS = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] as const;
+
+const HEADERS: Record<string, HeaderObject> = {
+  "X-Request-Id": { description: "Identifier of this request, also in every problem's `request_id`", schema: { type: "string" }, example: "req_01JD3Q8W2Z6K9V5N1R4T7Y0B2C" },
+  "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 0 }, example: 12 },
+  "RateLimit-Limit": { description: "Requests this API key may make in the current window", schema: { type: "integer", minimum: 0 }, example: 600 },
+  "RateLimit-Remaining": { description: "Requests left in the current window", schema: { type: "integer", minimum: 0 }, example: 599 },
+  "RateLimit-Reset": { description: "Seconds until the window resets", schema: { type: "integer", minimum: 0 }, example: 60 },
+  "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier send with the same Idempotency-Key", schema: { type: "string", enum: ["true"] }, example: "true" },
+};
 
 const HEADER_NAMES: Record<string, string> = { "idempotency-key": "Idempotency-Key" };
 const HEADER_DESCRIPTIONS: Record<string, string> = {
@@ -126,11 +105,14 @@ const STATUS_DESCRIPTIONS: Record<number, string> = {
   503: "No transport configured",
 };
 
+const NOT_IMPLEMENTED =
+  "**Not implemented yet:** this operation validates the request (credentials, scope, body), then answers 501 `not_implemented`.";
+
 // Headers particular to one operation's response, keyed by operationId and status.
 const EXTRA_HEADERS: Record<string, Record<number, Record<string, HeaderObject | ReferenceObject>>> = {
   messagesSend: {
-    202: { "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier send", schema: { type: "string", enum: ["true"] } } },
-    409: { "Retry-After": RETRY_AFTER },
+    202: { "Idempotent-Replayed": headerRef("Idempotent-Replayed") },
+    409: { "Retry-After": headerRef("Retry-After") },
   },
   authVerify: { 200: { "Set-Cookie": { description: "The HttpOnly `svc_session` cookie", schema: { type: "string" } } } },
   authLogout: { 204: { "Set-Cookie": { description: "Clears the `svc_session` cookie", schema: { type: "string" } } } },
@@ -155,7 +137,7 @@ function securityOf(auth: RouteAuth): SecurityRequirementObject[] {
   }
 }
 
-function parametersOf(route: AppRoute): ParameterObject[] {
+function parametersOf(route: AppRoute, schemas: SchemaRegistry): ParameterObject[] {
   const out: ParameterObject[] = [];
   const groups: [ParameterLocation, unknown][] = [
     ["path", route.pathParams],
@@ -169,7 +151,7 @@ function parametersOf(route: AppRoute): ParameterObject[] {
       // A parameter's optionality is `required`, not part of its schema (converted alone, an
       // optional becomes `anyOf: [{not: {}}, …]`).
       const inner = field instanceof ZodOptional ? (field.unwrap() as z.ZodTypeAny) : field;
-      const { description = field.description, ...fieldSchema } = toJsonSchema(inner);
+      const { description = field.description, ...fieldSchema } = schemas.convert(inner) as { description?: string };
       const name = where === "header" ? (HEADER_NAMES[key] ?? key) : key;
       const text = description ?? HEADER_DESCRIPTIONS[name];
       out.push({
@@ -188,32 +170,35 @@ function parametersOf(route: AppRoute): ParameterObject[] {
   return out;
 }
 
-function requestBodyOf(route: AppRoute): RequestBodyObject | undefined {
+function requestBodyOf(route: AppRoute, schemas: SchemaRegistry): RequestBodyObject | undefined {
   if (route.method === "GET" || !("body" in route) || !isZodType(route.body)) return undefined;
   const contentType = ("contentType" in route && route.contentType) || "application/json";
-  return { required: true, content: { [contentType]: { schema: toJsonSchema(route.body) } } };
+  return { required: true, content: { [contentType]: { schema: schemas.convert(route.body) } } };
 }
 
-function responsesOf(route: AppRoute, meta: RouteMetadata, operationId: string): Record<string, ResponseObject> {
+function responsesOf(route: AppRoute, meta: RouteMetadata, operationId: string, schemas: SchemaRegistry): Record<string, ResponseObject> {
   const out: Record<string, ResponseObject> = {};
+  const rateLimited = meta.security.auth !== "none" && meta.security.auth !== "session";
   for (const [status, response] of Object.entries(route.responses)) {
     const code = Number(status);
     let description = STATUS_DESCRIPTIONS[code] ?? status;
     if (code === 402 && meta.feature) description = `The workspace's plan does not include \`${meta.feature}\`; the problem names the cheapest plan that does`;
-    const headers: Record<string, HeaderObject | ReferenceObject> = { "X-Request-Id": REQUEST_ID };
-    if (code === 429) headers["Retry-After"] = RETRY_AFTER;
+    const headers: Record<string, HeaderObject | ReferenceObject> = { "X-Request-Id": headerRef("X-Request-Id") };
+    // API-key calls carry the key's rate-limit state on every answer past authentication.
+    if (rateLimited && (code < 300 || code === 429)) for (const name of RATE_LIMIT_HEADERS) headers[name] = headerRef(name);
+    if (code === 429) headers["Retry-After"] = headerRef("Retry-After");
     Object.assign(headers, EXTRA_HEADERS[operationId]?.[code]);
 
     let content: ResponseObject["content"];
     if (response === ContractNoBody || response === NoBody) {
       content = undefined;
     } else if (isAppRouteOtherResponse(response)) {
-      content = { [response.contentType]: { schema: isZodType(response.body) ? toJsonSchema(response.body) : {} } };
+      content = { [response.contentType]: { schema: isZodType(response.body) ? schemas.convert(response.body) : {} } };
     } else if (response === Problem) {
       content = { "application/problem+json": { schema: PROBLEM_REF } };
     } else if (isZodType(response)) {
       if (response.description && code < 300) description = response.description;
-      content = { "application/json": { schema: toJsonSchema(response) } };
+      content = { "application/json": { schema: schemas.convert(response) } };
     }
     out[status] = { description, headers, ...(content ? { content } : {}) };
   }
@@ -226,7 +211,7 @@ const camelCase = (dotted: string) =>
     .map((part, i) => (i === 0 ? part : part.charAt(0).toUpperCase() + part.slice(1)))
     .join("");
 
-function mapOperation(generated: { operationId?: string }, route: AppRoute, seen: Set<string>): OperationObject {
+function mapOperation(generated: { operationId?: string }, route: AppRoute, seen: Set<string>, schemas: SchemaRegistry): OperationObject {
   const meta = route.metadata as RouteMetadata | undefined;
   if (!meta?.security || !meta.tag) throw new Error(`${route.method} ${route.path}: metadata.security and metadata.tag are required`);
   const operationId = camelCase(generated.operationId ?? "");
@@ -234,48 +219,88 @@ function mapOperation(generated: { operationId?: string }, route: AppRoute, seen
   seen.add(operationId);
 
   const scope = "scope" in meta.security ? meta.security.scope : undefined;
-  const requestBody = requestBodyOf(route);
+  const requestBody = requestBodyOf(route, schemas);
+  // Without a description of its own an operation repeats its summary; test/openapi.test.ts
+  // refuses that, so a new route gets one (on the route, or in descriptions.ts).
+  const description = [route.description ?? OPERATION_DESCRIPTIONS[operationId] ?? route.summary, meta.notImplemented ? NOT_IMPLEMENTED : undefined].filter(Boolean).join("\n\n");
+  const responses = responsesOf(route, meta, operationId, schemas);
+  if (meta.notImplemented && !responses["501"]) throw new Error(`${route.method} ${route.path}: notImplemented but no 501 response`);
   return {
     operationId,
     summary: route.summary,
-    ...(route.description ? { description: route.description } : {}),
+    description,
     tags: [meta.tag],
-    parameters: parametersOf(route),
+    parameters: parametersOf(route, schemas),
     ...(requestBody ? { requestBody } : {}),
-    responses: responsesOf(route, meta, operationId),
+    responses,
     security: securityOf(meta.security),
     ...(scope ? { "x-required-scope": scope } : {}),
     ...(meta.feature ? { "x-plan-feature": meta.feature } : {}),
+    ...(meta.notImplemented ? { "x-not-implemented": true } : {}),
   };
+}
+
+// ---- examples ----
+
+const METHODS = ["get", "put", "post", "delete", "patch"] as const;
+
+/** Fills in an example for every parameter, request body and response that has none. */
+function addExamples(paths: OpenAPIObject["paths"], components: Components): void {
+  for (const item of Object.values(paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      for (const p of (op.parameters ?? []) as ParameterObject[]) {
+        if (p.example === undefined && p.schema) p.example = exampleOf(p.schema, components, true, p.name);
+      }
+      for (const media of Object.values((op.requestBody as RequestBodyObject | undefined)?.content ?? {})) {
+        if (media.example === undefined && media.schema) media.example = exampleOf(media.schema, components, true);
+      }
+      for (const [status, response] of Object.entries(op.responses as Record<string, ResponseObject>)) {
+        for (const [type, media] of Object.entries(response.content ?? {})) {
+          if (media.example !== undefined || !media.schema) continue;
+          media.example = type === "application/problem+json" ? problemExample(Number(status)) : exampleOf(media.schema, components, false);
+        }
+      }
+    }
+  }
 }
 
 // ---- document ----
 
 export function buildOpenApiDocument(opts: { serverUrl?: string } = {}): OpenAPIObject {
-  const info = { title: "svc-gateway API", version: API_VERSION, description: DESCRIPTION };
+  const info = {
+    title: "svc-gateway API",
+    version: API_VERSION,
+    description: DESCRIPTION,
+    contact: { name: "svc-gateway maintainers", url: "https://docs.svc-gateway.dev" },
+    license: { name: "MIT", identifier: "MIT" },
+  };
   const seen = new Set<string>();
+  const schemas = new SchemaRegistry();
   const generated = generateOpenApi(
     contract,
     { info },
     {
       setOperationId: "concatenated-path",
       // ts-rest types the hook with openapi3-ts 2 (OpenAPI 3.0); the objects we return are 3.1.
-      operationMapper: (operation, route) => mapOperation(operation, route, seen) as never,
+      operationMapper: (operation, route) => mapOperation(operation, route, seen, schemas) as never,
     },
   );
+  schemas.convert(Problem);
+  const paths = { ...(generated.paths as OpenAPIObject["paths"]), ...structuredClone(OPERATIONAL_PATHS) };
+  const components = schemas.components();
+  addExamples(paths, components);
 
   return {
     openapi: OPENAPI_VERSION,
     info,
     servers: [{ url: opts.serverUrl ?? "/" }],
     tags: TAGS,
-    paths: generated.paths as OpenAPIObject["paths"],
+    paths,
     components: {
-      schemas: { Problem: toJsonSchema(Problem) },
-      headers: {
-        "X-Request-Id": { description: "Identifier of this request, also in every problem's `request_id`", schema: { type: "string" } },
-        "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 0 } },
-      },
+      schemas: components,
+      headers: HEADERS,
       securitySchemes: {
         apiKey: {
           type: "http",
@@ -301,6 +326,11 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}): OpenAPI
               scopes: { "mcp:read": "Call read-only tools", "mcp:write": "Call mutating tools (preview, then confirm)" },
             },
           },
+        },
+        metricsToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "The `METRICS_TOKEN` setting (16 or more characters), for `GET /metrics` only.",
         },
       },
     },

@@ -1,0 +1,34 @@
+// The body of each webhook event, typed by its `type` (docs/webhooks.md): `data` is the resource
+// as the API shows it. Narrow on `event.type` and `event.data` follows.
+import type { Connection, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
+
+/** `data` of each event type. The AI events carry what the AI feature defines (not yet typed). */
+export interface WebhookEventDataMap {
+  "message.received": Message;
+  "message.queued": Message;
+  "message.sent": Message;
+  "message.delivered": Message;
+  "message.read": Message;
+  "message.failed": Message;
+  "message.canceled": Message;
+  "connection.connected": Connection;
+  "connection.disconnected": Connection;
+  "connection.suspended": Connection;
+  "schedule.fired": ScheduleFiredData;
+  "schedule.completed": ScheduleCompletedData;
+  "ai.draft.created": Record<string, unknown>;
+  "ai.reply.sent": Record<string, unknown>;
+}
+
+/** One delivery's body; with `T` left out, the union of every event type, discriminated by `type`. */
+export type WebhookEventPayload<T extends WebhookEvent = WebhookEvent> = {
+  [K in T]: {
+    /** `evt_…`; deliveries are at least once, so deduplicate on it. */
+    id: string;
+    type: K;
+    created_at: string;
+    /** Slug of the connection the event concerns. */
+    connection: string;
+    data: WebhookEventDataMap[K];
+  };
+}[T];
