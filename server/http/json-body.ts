@@ -32,7 +32,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 /** Reads and parses JSON bodies; anything refused is a 400 before a handler sees it. */
 export const jsonBody: RequestHandler = (req, res, next) => {
   readRaw(req, res, (err?: unknown) => {
-    if (err) return next(err);
+    if (err) return next(readError(err));
     if (!Buffer.isBuffer(req.body)) return next();
     try {
       req.body = parseJsonBody(req.body);
@@ -61,6 +61,14 @@ export function parseJsonBody(raw: Buffer): unknown {
   } catch {
     throw notJson();
   }
+}
+
+/** body-parser's refusals (too large while reading, unsupported charset or encoding) as ours. */
+function readError(err: unknown): unknown {
+  const status = (err as { status?: unknown }).status;
+  if (status === 413) return tooLarge();
+  if (typeof status === "number" && status >= 400 && status < 500) return new ApiError("validation_failed", "The request body could not be read as JSON.");
+  return err;
 }
 
 function notJson(): ApiError {
