@@ -78,7 +78,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
         db: ctx.db,
         keyCache: ctx.keyCache,
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
-        requestsPerMinute: ctx.config.apiRateLimitPerMinute,
+        rateLimit: { perMinute: ctx.config.apiRateLimitPerMinute, burst: ctx.config.apiRateLimitBurst },
       }) as never,
       checkInput as never,
     ],
