@@ -72,6 +72,13 @@ export class DatabaseRateLimiter {
     return decide(rows[0]!.hits, limit, start, windowMs, now);
   }
 
+  /** Hits so far in the current window, without adding one. */
+  async count(bucket: string, windowMs: number, now = Date.now()): Promise<number> {
+    const start = now - (now % windowMs);
+    const rows: { hits: number }[] = await this.db.query(`SELECT hits FROM rate_limits WHERE bucket = $1 AND window_start = to_timestamp($2 / 1000.0)`, [bucket, start]);
+    return rows[0]?.hits ?? 0;
+  }
+
   async purgeExpired(olderThanMs = 24 * 3600_000): Promise<void> {
     await this.db.query(`DELETE FROM rate_limits WHERE window_start < now() - ($1 || ' milliseconds')::interval`, [String(olderThanMs)]);
   }
