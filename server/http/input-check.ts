@@ -17,7 +17,7 @@ const MAX_ERRORS = 10;
 
 export const checkInput: RequestHandler = (req, _res, next) => {
   const errors: FieldError[] = [];
-  if (headerCount(req, "idempotency-key") > 1) errors.push({ path: "headers.idempotency-key", message: "must be given once" });
+  if (req.headers["idempotency-key"] !== undefined && headerCount(req, "idempotency-key") > 1) errors.push({ path: "headers.idempotency-key", message: "must be given once" });
   const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
   if (route && !route.query && !route.path.startsWith("/v1/oauth/")) {
     for (const name of Object.keys(req.query as object)) errors.push({ path: `query.${name}`, message: "is not a parameter of this operation" });
@@ -37,34 +37,40 @@ function headerCount(req: Request, lowerName: string): number {
 /** Why a string may not be stored, or null. */
 function stringProblem(s: string): string | null {
   if (s.includes("\u0000")) return "the NUL character (U+0000)";
-  if (LONE_SURROGATE.test(s)) return "a lone UTF-16 surrogate (U+D800 to U+DFFF without its pair)";
+  // Node 20 has String.prototype.isWellFormed (ES2024); the TypeScript lib here stops at ES2023.
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return "a lone UTF-16 surrogate (U+D800 to U+DFFF without its pair)";
   return null;
 }
-// With the u flag a well-formed pair reads as one astral code point: only a lone half matches.
-const LONE_SURROGATE = /\p{Cs}/u;
 
-/** Depth-first in document order, with an explicit stack. */
+/**
+ * Depth-first in document order, with an explicit stack. A child's path is built only when it is
+ * needed (a container to descend into, or an error): most values are fine strings.
+ */
 function findBadInput(root: unknown, rootPath: string, errors: FieldError[]): void {
-  const todo: [unknown, string][] = [[root, rootPath]];
+  const todo: [unknown, string, string | number | null][] = [[root, rootPath, null]];
   while (todo.length && errors.length < MAX_ERRORS) {
-    const [value, path] = todo.pop()!;
+    const [value, parent, key] = todo.pop()!;
     if (typeof value === "string") {
       const problem = stringProblem(value);
-      if (problem) errors.push({ path, message: `must not contain ${problem}` });
+      if (problem) errors.push({ path: pathOf(parent, key), message: `must not contain ${problem}` });
     } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) todo.push([value[i], `${path}.${i}`]);
+      const path = pathOf(parent, key);
+      for (let i = value.length - 1; i >= 0; i--) todo.push([value[i], path, i]);
     } else if (value !== null && typeof value === "object") {
-      const children: [unknown, string][] = [];
-      for (const key of Object.keys(value)) {
-        const problem = stringProblem(key);
-        const keyPath = `${path}.${printable(key)}`;
-        if (problem) errors.push({ path: keyPath, message: `names must not contain ${problem}` });
-        else if (key === "__proto__") errors.push({ path: keyPath, message: "__proto__ is not accepted as a name" });
-        children.push([(value as Record<string, unknown>)[key], keyPath]);
+      const path = pathOf(parent, key);
+      const keys = Object.keys(value);
+      for (const k of keys) {
+        const problem = stringProblem(k);
+        if (problem) errors.push({ path: pathOf(path, k), message: `names must not contain ${problem}` });
+        else if (k === "__proto__") errors.push({ path: pathOf(path, k), message: "__proto__ is not accepted as a name" });
       }
-      for (let i = children.length - 1; i >= 0; i--) todo.push(children[i]!);
+      for (let i = keys.length - 1; i >= 0; i--) todo.push([(value as Record<string, unknown>)[keys[i]!], path, keys[i]!]);
     }
   }
+}
+
+function pathOf(parent: string, key: string | number | null): string {
+  return key === null ? parent : `${parent}.${typeof key === "number" ? key : printable(key)}`;
 }
 
 /** A key as it can appear in an error's path (the error is JSON: NUL and lone halves escaped). */

@@ -107,18 +107,11 @@ export function checkJsonStructure(text: string): FieldError | null {
       }
     } else if (c === 0x22 /* " */) {
       const start = i;
-      let escaped = false;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) {
-          escaped = true;
-          i++;
-        } else if (d === 0x22) break;
-      }
+      i = closingQuote(text, i);
       if (top?.keys && top.expectKey) {
         top.expectKey = false;
         let key = text.slice(start + 1, i);
-        if (escaped) {
+        if (key.includes("\\")) {
           try {
             key = JSON.parse(text.slice(start, i + 1)) as string;
           } catch {
@@ -133,3 +126,16 @@ export function checkJsonStructure(text: string): FieldError | null {
   }
   return null;
 }
+
+/** Index of the quote that closes the string opening at `open` (text.length when there is none). */
+function closingQuote(text: string, open: number): number {
+  for (let from = open + 1; ; ) {
+    const q = text.indexOf('"', from);
+    if (q < 0) return text.length;
+    let backslashes = 0;
+    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return q;
+    from = q + 1;
+  }
+}
+
