@@ -7,6 +7,7 @@ import type { DataSource } from "typeorm";
 import { expectOk } from "../sdk/src/index.js";
 import { newId } from "../server/ids.js";
 import { testEnv } from "./setup.js";
+import { startChildGateway } from "./support/child-gateway.js";
 import { http, newWorkspace, type Client } from "./support/actors.js";
 import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
@@ -102,6 +103,34 @@ describe("provider callbacks", () => {
     expect(Number(n)).to.equal(0);
     const [connection] = await rows<{ state: string }>(`SELECT state FROM connections WHERE id = $1`, [c.id]);
     expect(connection!.state).to.not.equal("connected");
+  });
+
+  it("logs an ignored payload at debug level with the request id, the refused fields and no values", async function () {
+    this.timeout(60_000);
+    const c = await setup();
+    const child = await startChildGateway({ LOG_LEVEL: "debug", DISPATCHER: "off" });
+    try {
+      const secret = `secret-${randomBytes(6).toString("hex")}`;
+      const res = await fetch(`${child.url}/v1/provider/sandbox/${c.token}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": `req-${randomBytes(6).toString("hex")}` },
+        body: JSON.stringify({ type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: secret, timestamp: "yesterday" }),
+      });
+      expect(res.status).to.equal(202);
+      const requestId = res.headers.get("x-request-id")!;
+      const line = await waitFor(
+        async () => child.output().split("\n").find((l) => l.includes(requestId) && l.includes("provider callback ignored")),
+        (l) => l !== undefined,
+        5_000,
+      );
+      const entry = JSON.parse(line!) as { level: number; request_id: string; refused: string[] };
+      expect(entry.level).to.equal(20); // pino's debug
+      expect(entry.request_id).to.equal(requestId);
+      expect(entry.refused).to.include("body.timestamp");
+      expect(child.output()).to.not.contain(secret).and.not.contain(c.token);
+    } finally {
+      await child.terminate();
+    }
   });
 
   it("applies a batch in order in one go: receipts, a repeat inside it and a redelivery of it change nothing twice", async () => {
