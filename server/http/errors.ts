@@ -96,11 +96,10 @@ export function errorMiddleware(err: unknown, req: Request, res: Response, _next
   }
   if (err instanceof ApiError) return sendProblem(res, err);
   const status = (err as { status?: number; type?: string }).status;
-  // Body-parser failures (malformed JSON, too large) are the client's fault.
+  // Body-parser failures (too large, malformed, unsupported charset or encoding) are the client's fault.
   if (status === 413) return sendProblem(res, new ApiError("payload_too_large"));
-  // Other body-parser refusals (malformed, unsupported charset or encoding) are the client's fault.
   if (status !== undefined && status >= 400 && status < 500) {
-    return sendProblem(res, new ApiError("validation_failed", "The request body could not be read as JSON."));
+    return sendProblem(res, new ApiError("validation_failed", "The request body could not be read."));
   }
   req.log?.error({ err }, "unhandled error");
   sendProblem(res, new ApiError("internal", "An unexpected error occurred; quote the request_id when reporting it."));
