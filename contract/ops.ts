@@ -98,10 +98,12 @@ export const ops = c.router(
       description:
         "Called by the transport engine; authenticated only by the connection's callback token in the path. " +
         "The body is one event, or `{\"events\": [...]}` with up to 500 applied in order in one transaction. " +
-        "202 whether the events were handled or ignored; redeliveries (same `event_id`) are deduplicated. 404 for an unknown token.",
+        "202 whether the events were handled or ignored; redeliveries (same `event_id`) are deduplicated. " +
+        "The token is checked before the body: 404 for an unknown provider or token, whatever the body. " +
+        "A payload that is not in this format is ignored (202, `accepted: false`), never refused.",
       pathParams: ProviderCallbackParams,
       body: ProviderCallbackBody,
-      responses: { 202: ProviderCallbackAck, ...problems(400, 404, 501) },
+      responses: { 202: ProviderCallbackAck, ...problems(404, 413, 501) },
       metadata: { security: { auth: "none" }, tag: "Operational" } satisfies RouteMetadata,
     },
   },

@@ -10,20 +10,18 @@ import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js
 import type { AppContext } from "./context.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
-import { rejectNulCharacters } from "./http/nul-characters.js";
+import { jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
+import { checkInput } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
 import { messagesRouter } from "./messages/handlers.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
-import { providerCallbackHandler } from "./provider/handlers.js";
+import { ignoreUnreadableCallback, PROVIDER_CALLBACK_PATH, providerCallbackHandler, providerTokenCheck } from "./provider/handlers.js";
 import { schedulesRouter } from "./schedules/handlers.js";
 import { teamRouter } from "./team/handlers.js";
 import { workspaceRouter } from "./workspace/handlers.js";
 import { webhooksRouter } from "./webhooks/handlers.js";
 
 const s = initServer();
-
-/** Largest accepted JSON body (docs/decisions.md): a 4096-character message with context fits easily. */
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function createApp(ctx: AppContext, readiness: Readiness): Express {
   const app = express();
@@ -35,7 +33,10 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
 
   app.use(requestContext(ctx.logger));
   app.use(ctx.metrics.middleware());
-  app.use(express.json({ limit: MAX_BODY_BYTES, type: ["application/json", "application/*+json"] }));
+  // Spec 4.10: a callback's token is checked before anything about its body.
+  app.post(PROVIDER_CALLBACK_PATH, providerTokenCheck(ctx));
+  app.use(refuseOversizedBodies);
+  app.use(jsonBody);
   app.use(express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
   app.use(opsRouter(ctx.config, ctx.metrics, readiness));
   // The simulated network's control API: only when the sandbox is enabled (never in production).
@@ -77,26 +78,27 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
         db: ctx.db,
         keyCache: ctx.keyCache,
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
-        requestsPerMinute: ctx.config.apiRateLimitPerMinute,
+        rateLimit: { perMinute: ctx.config.apiRateLimitPerMinute, burst: ctx.config.apiRateLimitBurst },
       }) as never,
-      rejectNulCharacters as never,
+      checkInput as never,
     ],
     requestValidationErrorHandler: validationProblem as never,
   });
 
+  app.use(ignoreUnreadableCallback);
   app.use((_req, res) => sendProblem(res, new ApiError("not_found", "No such route. The API is described at /v1/openapi.json.")));
   app.use(errorMiddleware);
   return app;
 }
 
-function validationProblem(err: RequestValidationError, _req: Request, res: Response, _next: NextFunction): void {
+function validationProblem(err: RequestValidationError, _req: Request, _res: Response, next: NextFunction): void {
   const errors = [
     ...(err.pathParams ? zodFieldErrors(err.pathParams, "path") : []),
     ...(err.headers ? zodFieldErrors(err.headers, "headers") : []),
     ...(err.query ? zodFieldErrors(err.query, "query") : []),
     ...(err.body ? zodFieldErrors(err.body, "body") : []),
   ];
-  sendProblem(res, ApiError.validation(errors));
+  next(ApiError.validation(errors));
 }
 
 const notImplementedHandler = async (): Promise<never> => {

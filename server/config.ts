@@ -42,8 +42,10 @@ const Env = z.object({
   DISPATCH_LOCK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /** `off` runs an API-only process that accepts but does not hand off (another process does). */
   DISPATCHER: z.enum(["on", "off"]).default("on"),
-  /** Requests per minute per API key (our decision, docs/decisions.md). */
-  API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Per API key and process, a token bucket refilled at this rate: 100 a second (docs/decisions.md). */
+  API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  /** The bucket's size, what a key may send at once after a pause. Unset: two seconds of the rate. */
+  API_RATE_LIMIT_BURST: z.coerce.number().int().min(1).optional(),
 });
 
 export interface Config {
@@ -73,6 +75,7 @@ export interface Config {
   };
   logLevel: (typeof LOG_LEVELS)[number];
   apiRateLimitPerMinute: number;
+  apiRateLimitBurst: number;
   trustProxy: string | undefined;
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
@@ -129,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.LOG_LEVEL,
     apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
+    apiRateLimitBurst: e.API_RATE_LIMIT_BURST ?? Math.ceil((2 * e.API_RATE_LIMIT_PER_MINUTE) / 60),
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,

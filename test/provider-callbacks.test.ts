@@ -7,6 +7,7 @@ import type { DataSource } from "typeorm";
 import { expectOk } from "../sdk/src/index.js";
 import { newId } from "../server/ids.js";
 import { testEnv } from "./setup.js";
+import { startChildGateway } from "./support/child-gateway.js";
 import { http, newWorkspace, type Client } from "./support/actors.js";
 import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
@@ -60,20 +61,75 @@ describe("provider callbacks", () => {
     expect((await post(c.token, { ...report, event_id: eventId() })).status).to.equal(404);
   });
 
-  it("answers 400 for a report that is not in the wire format", async () => {
+  it("checks the token before the body: an unknown token or provider is 404 whatever was sent", async () => {
     const c = await setup();
-    const bad = [
-      { type: "connection.state", state: "connected" },
-      { type: "connection.state", event_id: eventId(), state: "confused" },
-      { type: "message.teleported", event_id: eventId() },
-      { type: "connection.state", event_id: eventId(), state: "connected", extra: 1 },
-      { type: "message.status", event_id: eventId(), message_id: "msg_x", status: "read", timestamp: "yesterday" },
-      { type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: "+1", timestamp: new Date().toISOString() },
+    const bodies: { body?: unknown; raw?: string }[] = [
+      { body: { type: "message.teleported" } },
+      { raw: "{not json" },
+      { raw: '{"type":"connection.state","type":"connection.state"}' },
+      { body: {} },
     ];
-    for (const body of bad) {
-      const res = await post(c.token, body);
-      expect(res.status, JSON.stringify(body)).to.equal(400);
-      expect(res.json.code).to.equal("validation_failed");
+    for (const init of bodies) {
+      for (const path of [`/v1/provider/sandbox/not-a-token`, `/v1/provider/vendorx/${c.token}`]) {
+        const res = await http("POST", path, init);
+        expect(res.status, `${path} ${JSON.stringify(init)}`).to.equal(404);
+        expect(res.json.code).to.equal("not_found");
+      }
+    }
+  });
+
+  it("acknowledges a known token's unrecognised or malformed payload with 202, ignored and stored nowhere", async () => {
+    const c = await setup();
+    const bad: { body?: unknown; raw?: string }[] = [
+      { body: { type: "connection.state", state: "connected" } },
+      { body: { type: "connection.state", event_id: eventId(), state: "confused" } },
+      { body: { type: "message.teleported", event_id: eventId() } },
+      { body: { type: "connection.state", event_id: eventId(), state: "connected", extra: 1 } },
+      { body: { type: "message.status", event_id: eventId(), message_id: "msg_x", status: "read", timestamp: "yesterday" } },
+      { body: { type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: "+1", timestamp: new Date().toISOString() } },
+      { body: { type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: "+15550001111", body: "a\u0000b", timestamp: new Date().toISOString() } },
+      { raw: "{not json" },
+      { raw: `{"type":"connection.state","event_id":"${eventId()}","state":"connected","state":"disconnected"}` },
+    ];
+    for (const init of bad) {
+      const res = await http("POST", `/v1/provider/sandbox/${c.token}`, init);
+      expect(res.status, JSON.stringify(init)).to.equal(202);
+      expect(res.json).to.deep.equal({ accepted: false });
+    }
+    const [{ n } = { n: -1 }] = await rows<{ n: number }>(
+      `SELECT (SELECT count(*) FROM provider_callbacks WHERE connection_id = $1) + (SELECT count(*) FROM messages WHERE connection_id = $1)::int AS n`,
+      [c.id],
+    );
+    expect(Number(n)).to.equal(0);
+    const [connection] = await rows<{ state: string }>(`SELECT state FROM connections WHERE id = $1`, [c.id]);
+    expect(connection!.state).to.not.equal("connected");
+  });
+
+  it("logs an ignored payload at debug level with the request id, the refused fields and no values", async function () {
+    this.timeout(60_000);
+    const c = await setup();
+    const child = await startChildGateway({ LOG_LEVEL: "debug", DISPATCHER: "off" });
+    try {
+      const secret = `secret-${randomBytes(6).toString("hex")}`;
+      const res = await fetch(`${child.url}/v1/provider/sandbox/${c.token}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": `req-${randomBytes(6).toString("hex")}` },
+        body: JSON.stringify({ type: "message.inbound", event_id: eventId(), provider_message_id: "p", from: secret, timestamp: "yesterday" }),
+      });
+      expect(res.status).to.equal(202);
+      const requestId = res.headers.get("x-request-id")!;
+      const line = await waitFor(
+        async () => child.output().split("\n").find((l) => l.includes(requestId) && l.includes("provider callback ignored")),
+        (l) => l !== undefined,
+        5_000,
+      );
+      const entry = JSON.parse(line!) as { level: number; request_id: string; refused: string[] };
+      expect(entry.level).to.equal(20); // pino's debug
+      expect(entry.request_id).to.equal(requestId);
+      expect(entry.refused).to.include("body.timestamp");
+      expect(child.output()).to.not.contain(secret).and.not.contain(c.token);
+    } finally {
+      await child.terminate();
     }
   });
 
@@ -118,11 +174,13 @@ describe("provider callbacks", () => {
   it("takes 1 to 500 events in a batch, and applies nothing from a batch with one bad event", async () => {
     const c = await setup();
     const id = await insertOutbound(c.workspaceId, c.id);
-    expect((await post(c.token, { events: [] })).status).to.equal(400);
+    // Outside the wire format: acknowledged and ignored (spec 4.10), never partly applied.
+    const ignored = { status: 202, json: { accepted: false } };
+    expect(await post(c.token, { events: [] })).to.deep.include(ignored);
     const tooMany = Array.from({ length: 501 }, () => statusReport(id, "sent"));
-    expect((await post(c.token, { events: tooMany })).status).to.equal(400);
+    expect(await post(c.token, { events: tooMany })).to.deep.include(ignored);
     const bad = await post(c.token, { events: [statusReport(id, "sent"), { type: "connection.state", event_id: eventId(), state: "confused" }] });
-    expect(bad.status).to.equal(400);
+    expect(bad).to.deep.include(ignored);
     expect((await rows<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, [id]))[0]!.status).to.equal("submitted");
     const full = await post(c.token, { events: tooMany.slice(0, 500) });
     expect(full.status).to.equal(202);

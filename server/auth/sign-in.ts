@@ -2,6 +2,9 @@
 // (a plain hash of a 6-digit code is reversible by enumeration), live 10 minutes and allow 5
 // attempts. Every verify failure is the same 401, and request-code answers the same whatever the
 // address, so neither reveals who has an account.
+// A day's failed verifications per address are capped (docs/decisions.md, "Sign-in guessing"):
+// past the cap the live code is dropped, and new codes come at most one an hour with one attempt
+// each, so the owner, who has the code, still signs in while a guesser gets one try an hour.
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { rows } from "../db/rows.js";
@@ -18,6 +21,11 @@ export const MAX_ATTEMPTS = 5;
 const WINDOW_MS = 15 * 60_000;
 /** Per window of 15 minutes (docs/decisions.md). */
 export const SIGN_IN_LIMITS = { codesPerAddress: 5, codesPerIp: 20, verifiesPerIp: 30 };
+/** Failed verifications per address and UTC day before the address is locked (docs/decisions.md). */
+export const DAILY_FAILED_VERIFIES = 20;
+const DAY_MS = 24 * 3600_000;
+/** While locked: one code an hour, each allowing one attempt. */
+const LOCKED_CODE_WINDOW_MS = 3600_000;
 
 export class SignInService {
   private readonly codeKey: Buffer;
@@ -42,14 +50,20 @@ export class SignInService {
       const decision = await this.limiter.hit(bucket, limit, WINDOW_MS);
       if (!decision.allowed) throw new ApiError("rate_limited", "Too many sign-in codes requested; try again later.", { headers: rateLimitHeaders(decision) });
     }
+    // Failures are counted for every address, existing or not, so the lock reveals nothing.
+    const locked = (await this.limiter.count(`verify-fail:${email}`, DAY_MS)) >= DAILY_FAILED_VERIFIES;
+    if (locked) {
+      const decision = await this.limiter.hit(`code-locked:${email}`, 1, LOCKED_CODE_WINDOW_MS);
+      if (!decision.allowed) throw new ApiError("rate_limited", "Too many failed sign-ins for this address today; one code an hour can be requested.", { headers: rateLimitHeaders(decision) });
+    }
     if (!(await this.maySignIn(email))) return;
     const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
     await this.db.query(
       `INSERT INTO sign_in_codes (email, code_digest, attempts, expires_at, created_at)
-       VALUES ($1, $2, 0, now() + ($3 || ' milliseconds')::interval, now())
+       VALUES ($1, $2, $4, now() + ($3 || ' milliseconds')::interval, now())
        ON CONFLICT (email) DO UPDATE SET code_digest = EXCLUDED.code_digest, attempts = 0,
          expires_at = EXCLUDED.expires_at, created_at = now()`,
-      [email, this.digest(email, code), String(CODE_TTL_MS)],
+      [email, this.digest(email, code), String(CODE_TTL_MS), locked ? MAX_ATTEMPTS - 1 : 0],
     );
     // Not awaited: the response time must not reveal whether a mail was sent.
     this.mailer
@@ -76,7 +90,11 @@ export class SignInService {
       [email, MAX_ATTEMPTS],
     );
     const stored = counted[0]?.code_digest;
-    if (!stored || !safeEqual(stored, this.digest(email, code))) throw failure;
+    if (!stored || !safeEqual(stored, this.digest(email, code))) {
+      const failures = await this.limiter.hit(`verify-fail:${email}`, DAILY_FAILED_VERIFIES, DAY_MS);
+      if (failures.remaining === 0) await this.db.query(`DELETE FROM sign_in_codes WHERE email = $1`, [email]);
+      throw failure;
+    }
     const consumed = await rows(this.db, `DELETE FROM sign_in_codes WHERE email = $1 AND code_digest = $2 RETURNING email`, [email, stored]);
     if (consumed.length === 0) throw failure; // a parallel verify used it first
 

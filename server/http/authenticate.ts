@@ -12,7 +12,7 @@ import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { ApiError } from "./errors.js";
 import type { Principal } from "./principal.js";
-import { MemoryRateLimiter, rateLimitHeaders } from "./rate-limit.js";
+import { rateLimitHeaders, TokenBucketLimiter } from "./rate-limit.js";
 
 export interface AuthenticateOptions {
   db: DataSource;
@@ -20,13 +20,14 @@ export interface AuthenticateOptions {
   keyCache?: ApiKeyCache;
   /** Origins whose browsers may make cookie-authenticated mutations (the dashboard). */
   trustedOrigins: string[];
-  requestsPerMinute: number;
+  /** Per key and process: a token bucket refilled at perMinute / 60 a second, holding burst. */
+  rateLimit: { perMinute: number; burst: number };
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function authenticate(options: AuthenticateOptions): RequestHandler {
-  const keyLimiter = new MemoryRateLimiter(60_000);
+  const keyLimiter = new TokenBucketLimiter(options.rateLimit.perMinute / 60, options.rateLimit.burst);
   return (req, res, next) => {
     const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
     const meta = route?.metadata as RouteMetadata | undefined;
@@ -68,10 +69,10 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     if (!bearer) throw new ApiError("unauthorized", "Send an API key as `Authorization: Bearer svc_live_…`.");
     const principal = await resolveApiKey(options.db, bearer, options.keyCache);
     if (!principal) throw new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
-    const decision = keyLimiter.hit(principal.keyId, options.requestsPerMinute);
+    const decision = keyLimiter.take(principal.keyId);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
-      throw new ApiError("rate_limited", `This key may make ${decision.limit} requests a minute.`, { headers });
+      throw new ApiError("rate_limited", `This key may make ${options.rateLimit.perMinute} requests a minute, up to ${decision.limit} at once.`, { headers });
     }
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     if (scope && !principal.scopes.includes(scope)) {

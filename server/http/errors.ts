@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   slug_taken: { status: 409, title: "The slug is taken" },
   already_member: { status: 409, title: "Already a member" },
   owner_required: { status: 409, title: "The workspace must keep an owner" },
+  payload_too_large: { status: 413, title: "The request body is too large" },
   idempotency_mismatch: { status: 422, title: "Idempotency-Key reused with a different body" },
   rate_limited: { status: 429, title: "Too many requests" },
   quota_exceeded: { status: 429, title: "Plan quota exceeded" },
@@ -95,11 +96,11 @@ export function errorMiddleware(err: unknown, req: Request, res: Response, _next
   }
   if (err instanceof ApiError) return sendProblem(res, err);
   const status = (err as { status?: number; type?: string }).status;
-  // Body-parser failures (malformed JSON, too large) are the client's fault.
-  if (status === 400 || (err as { type?: string }).type === "entity.parse.failed") {
-    return sendProblem(res, new ApiError("validation_failed", "The request body is not valid JSON."));
+  // Body-parser failures (too large, malformed, unsupported charset or encoding) are the client's fault.
+  if (status === 413) return sendProblem(res, new ApiError("payload_too_large"));
+  if (status !== undefined && status >= 400 && status < 500) {
+    return sendProblem(res, new ApiError("validation_failed", "The request body could not be read."));
   }
-  if (status === 413) return sendProblem(res, new ApiError("validation_failed", "The request body is too large."));
   req.log?.error({ err }, "unhandled error");
   sendProblem(res, new ApiError("internal", "An unexpected error occurred; quote the request_id when reporting it."));
 }

@@ -1,5 +1,6 @@
-// Fixed-window rate limits. Two stores: per-process memory for the per-key request rate (on the
-// hot path, so no query), and the database for sign-in limits, which must hold across processes.
+// Rate limits. Two stores: per-process token buckets for the per-key request rate (on the hot
+// path, so no query), and fixed windows in the database for sign-in limits, which must hold across
+// processes.
 import type { DataSource } from "typeorm";
 
 export interface LimitDecision {
@@ -19,21 +20,41 @@ function decide(hits: number, limit: number, windowStart: number, windowMs: numb
   };
 }
 
-export class MemoryRateLimiter {
-  private readonly windows = new Map<string, { start: number; hits: number }>();
+/**
+ * Per-process token buckets for the per-key request rate (on the hot path, so no query): each key
+ * may send `burst` requests at once, then `ratePerSecond` a second, tokens refilling continuously.
+ */
+export class TokenBucketLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly msToFull: number;
 
-  constructor(private readonly windowMs: number) {}
+  constructor(
+    private readonly ratePerSecond: number,
+    private readonly burst: number,
+  ) {
+    this.msToFull = (burst / ratePerSecond) * 1000;
+  }
 
-  hit(bucket: string, limit: number, now = Date.now()): LimitDecision {
-    const start = now - (now % this.windowMs);
-    let w = this.windows.get(bucket);
-    if (!w || w.start !== start) {
-      if (this.windows.size > 100_000) this.windows.clear();
-      w = { start, hits: 0 };
-      this.windows.set(bucket, w);
+  take(key: string, now = Date.now()): LimitDecision {
+    let b = this.buckets.get(key);
+    if (b) {
+      b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) * this.ratePerSecond) / 1000);
+      b.at = now;
+    } else {
+      if (this.buckets.size >= 100_000) this.forgetFull(now);
+      b = { tokens: this.burst, at: now };
+      this.buckets.set(key, b);
     }
-    w.hits++;
-    return decide(w.hits, limit, start, this.windowMs, now);
+    const allowed = b.tokens >= 1;
+    if (allowed) b.tokens -= 1;
+    // Allowed: when the bucket is full again. Refused: when the next request will pass.
+    const wait = allowed ? this.burst - b.tokens : 1 - b.tokens;
+    return { allowed, limit: this.burst, remaining: Math.floor(b.tokens), resetSeconds: Math.max(1, Math.ceil(wait / this.ratePerSecond)) };
+  }
+
+  /** A full bucket is the same as none. */
+  private forgetFull(now: number): void {
+    for (const [key, b] of this.buckets) if (now - b.at >= this.msToFull) this.buckets.delete(key);
   }
 }
 
@@ -49,6 +70,13 @@ export class DatabaseRateLimiter {
       [bucket, start],
     );
     return decide(rows[0]!.hits, limit, start, windowMs, now);
+  }
+
+  /** Hits so far in the current window, without adding one. */
+  async count(bucket: string, windowMs: number, now = Date.now()): Promise<number> {
+    const start = now - (now % windowMs);
+    const rows: { hits: number }[] = await this.db.query(`SELECT hits FROM rate_limits WHERE bucket = $1 AND window_start = to_timestamp($2 / 1000.0)`, [bucket, start]);
+    return rows[0]?.hits ?? 0;
   }
 
   async purgeExpired(olderThanMs = 24 * 3600_000): Promise<void> {

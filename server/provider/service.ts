@@ -22,8 +22,17 @@ export interface ProviderAck {
   accepted: boolean;
 }
 
+// The one rule for which connection a callback path names ($1 the token's digest, $2 the provider).
+const CALLBACK_CONNECTION = `callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL`;
+
 export class ProviderCallbackService {
   constructor(private readonly db: DataSource) {}
+
+  /** Whether a callback path names a live connection: asked before its body is read. */
+  async knows(providerName: string, token: string): Promise<boolean> {
+    const found = await rows(this.db, `SELECT 1 FROM connections WHERE ${CALLBACK_CONNECTION}`, [callbackTokenDigest(token), providerName]);
+    return found.length > 0;
+  }
 
   /**
    * Applies one event, or a batch in order, in one transaction: all of it or none. Each event is
@@ -40,7 +49,7 @@ export class ProviderCallbackService {
         em,
         `WITH c AS (
            SELECT * FROM connections
-            WHERE callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL
+            WHERE ${CALLBACK_CONNECTION}
             ${locks ? "FOR UPDATE" : ""}
          ), d AS (
            INSERT INTO provider_callbacks (connection_id, event_id) SELECT c.id, e FROM c, unnest($3::text[]) AS e

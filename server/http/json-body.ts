@@ -1,0 +1,141 @@
+// Request bodies. JSON.parse alone would accept what we must refuse (duplicate keys, last one
+// winning; nesting deep enough to exhaust any recursive consumer; invalid UTF-8 silently turned
+// into U+FFFD), so the raw bytes are checked first, in one pass with an explicit stack (no
+// recursion), and only then parsed. body-parser still reads the stream (chunked bodies, gzip,
+// the byte limit); the Content-Length check answers before any byte is read.
+import express, { type RequestHandler } from "express";
+import { ApiError, type FieldError } from "./errors.js";
+
+/** Largest accepted request body (docs/decisions.md). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deepest accepted JSON nesting: objects and arrays inside each other, the outermost counting 1. */
+export const MAX_JSON_DEPTH = 64;
+
+const JSON_TYPES = ["application/json", "application/*+json"];
+
+export function tooLarge(): ApiError {
+  return new ApiError("payload_too_large", `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`);
+}
+
+/** 413 on the declared length alone: an oversized body is never read. */
+export const refuseOversizedBodies: RequestHandler = (req, res, next) => {
+  const declared = req.headers["content-length"];
+  if (declared === undefined || Number(declared) <= MAX_BODY_BYTES) return next();
+  // The unread body stays on the socket: close it rather than parse it as the next request.
+  res.setHeader("Connection", "close");
+  next(tooLarge());
+};
+
+const readRaw = express.raw({ type: JSON_TYPES, limit: MAX_BODY_BYTES });
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/** Reads and parses JSON bodies; anything refused is a 400 before a handler sees it. */
+export const jsonBody: RequestHandler = (req, res, next) => {
+  readRaw(req, res, (err?: unknown) => {
+    if (err) return next(readError(err));
+    if (!Buffer.isBuffer(req.body)) return next();
+    try {
+      req.body = parseJsonBody(req.body);
+      next();
+    } catch (e) {
+      next(e);
+    }
+  });
+};
+
+/** Throws a 400 ApiError for anything but one well-formed, acceptable JSON object or array. */
+export function parseJsonBody(raw: Buffer): unknown {
+  if (raw.length === 0) return {};
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw ApiError.validation([{ path: "body", message: "is not valid UTF-8" }]);
+  }
+  const first = /\S/.exec(text)?.[0];
+  if (first !== "{" && first !== "[") throw notJson();
+  const refused = checkJsonStructure(text);
+  if (refused) throw ApiError.validation([refused]);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw notJson();
+  }
+}
+
+/** body-parser's refusals (too large while reading, unsupported charset or encoding) as ours. */
+function readError(err: unknown): unknown {
+  const status = (err as { status?: unknown }).status;
+  if (status === 413) return tooLarge();
+  if (typeof status === "number" && status >= 400 && status < 500) return new ApiError("validation_failed", "The request body could not be read as JSON.");
+  return err;
+}
+
+function notJson(): ApiError {
+  return new ApiError("validation_failed", "The request body is not valid JSON.");
+}
+
+interface Frame {
+  /** Keys seen so far; null for an array. */
+  keys: Set<string> | null;
+  path: string;
+  /** Next element's index (arrays) or the key just read (objects). */
+  index: number;
+  key: string;
+  expectKey: boolean;
+}
+
+/**
+ * Depth and duplicate keys, over the raw text without recursion. Lenient about syntax: whatever
+ * it lets through, JSON.parse judges next, so it only has to be right on well-formed input.
+ */
+export function checkJsonStructure(text: string): FieldError | null {
+  const stack: Frame[] = [];
+  const childPath = (f: Frame | undefined) => (f ? `${f.path}.${f.keys ? f.key : f.index}` : "body");
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const top = stack[stack.length - 1];
+    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (stack.length >= MAX_JSON_DEPTH) return { path: childPath(top), message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+      stack.push({ keys: c === 0x7b ? new Set() : null, path: childPath(top), index: 0, key: "", expectKey: true });
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop();
+    } else if (c === 0x2c /* , */) {
+      if (top) {
+        top.index++;
+        top.expectKey = true;
+      }
+    } else if (c === 0x22 /* " */) {
+      const start = i;
+      i = closingQuote(text, i);
+      if (top?.keys && top.expectKey) {
+        top.expectKey = false;
+        let key = text.slice(start + 1, i);
+        if (key.includes("\\")) {
+          try {
+            key = JSON.parse(text.slice(start, i + 1)) as string;
+          } catch {
+            return null; // malformed: JSON.parse says so
+          }
+        }
+        top.key = key;
+        if (top.keys.has(key)) return { path: childPath(top), message: "is given twice in one object (duplicate key)" };
+        top.keys.add(key);
+      }
+    }
+  }
+  return null;
+}
+
+/** Index of the quote that closes the string opening at `open` (text.length when there is none). */
+function closingQuote(text: string, open: number): number {
+  for (let from = open + 1; ; ) {
+    const q = text.indexOf('"', from);
+    if (q < 0) return text.length;
+    let backslashes = 0;
+    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return q;
+    from = q + 1;
+  }
+}
+

@@ -1,0 +1,194 @@
+// Hostile input at the HTTP edge (server/http/json-body.ts, server/http/input-check.ts): every
+// refusal is a problem+json 4xx naming what was wrong, nothing is stored, nothing is altered.
+import { request } from "node:http";
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../server/http/json-body.js";
+import { testEnv } from "./setup.js";
+import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { pairConnection, uniquePhone } from "./support/sandbox.js";
+
+const db = () => testEnv().gateway.ctx.db;
+
+async function connected(ws: TestWorkspace) {
+  const key = await ws.key(["messages:read", "messages:write", "connections:read", "connections:write", "schedules:write", "webhooks:write"]);
+  const slug = `bi-${randomBytes(3).toString("hex")}`;
+  await pairConnection(key.client, slug, uniquePhone());
+  return { slug, auth: { authorization: `Bearer ${key.key}` } };
+}
+
+/** A raw request, so that headers and bytes go on the wire exactly as given. */
+function raw(
+  path: string,
+  init: { headers: Record<string, string | string[]>; body?: Buffer; writeBody?: boolean },
+): Promise<{ status: number; type: string; json: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${testEnv().baseUrl}${path}`, { method: "POST", headers: init.headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode!, type: String(res.headers["content-type"]), json: JSON.parse(text) as Record<string, unknown> }));
+    });
+    // Writing after the server answered and closed may fail; the answer is what is tested.
+    req.on("error", reject);
+    if (init.writeBody === false) req.flushHeaders();
+    else req.end(init.body);
+  });
+}
+
+function nested(depth: number): unknown {
+  let value: unknown = "leaf";
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+describe("bad input at the HTTP edge", () => {
+  it("answers 413 problem+json on Content-Length over 1 MiB before reading the body; exactly 1 MiB is read", async () => {
+    const over = await raw("/v1/auth/request-code", {
+      headers: { "content-type": "application/json", "content-length": String(MAX_BODY_BYTES + 1) },
+      writeBody: false, // not one byte sent: the answer cannot have waited for the body
+    });
+    expect(over.status).to.equal(413);
+    expect(over.type).to.match(/^application\/problem\+json/);
+    expect(over.json.code).to.equal("payload_too_large");
+
+    const prefix = '{"email":"a@b.example","pad":"';
+    const exact = Buffer.from(prefix + "x".repeat(MAX_BODY_BYTES - prefix.length - 2) + '"}');
+    expect(exact.length).to.equal(MAX_BODY_BYTES);
+    const atLimit = await raw("/v1/auth/request-code", { headers: { "content-type": "application/json", "content-length": String(exact.length) }, body: exact });
+    expect(atLimit.status).to.equal(400); // read and validated: `pad` is not a field
+    expect(JSON.stringify(atLimit.json.errors)).to.match(/pad/);
+
+    // Without a Content-Length (chunked), the limit holds while reading.
+    const chunked = await raw("/v1/auth/request-code", {
+      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+      body: Buffer.concat([exact, Buffer.from(" ")]),
+    });
+    expect(chunked.status).to.equal(413);
+    expect(chunked.json.code).to.equal("payload_too_large");
+  });
+
+  it("accepts JSON nested 64 deep and refuses 65 or 5,000 levels with 400, on authenticated and open routes", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const send = (metadata: unknown) =>
+      http("POST", "/v1/messages/text", { body: { connection: c.slug, to: uniquePhone(), body: "deep", metadata }, headers: c.auth });
+    // The body object is level 1, metadata level 2, and so on.
+    const deepest = await send(nested(MAX_JSON_DEPTH - 1));
+    expect(deepest.status, deepest.text).to.equal(202);
+    const tooDeep = await send(nested(MAX_JSON_DEPTH));
+    expect(tooDeep.status).to.equal(400);
+    expect(tooDeep.json.code).to.equal("validation_failed");
+    expect((tooDeep.json.errors as { message: string }[])[0]!.message).to.match(/deeper than 64/);
+
+    const hostile = "[".repeat(5000) + "]".repeat(5000);
+    for (const path of ["/v1/auth/request-code", "/v1/messages/text"]) {
+      const res = await http("POST", path, { raw: hostile, headers: c.auth });
+      expect(res.status, path).to.equal(400);
+      expect(res.json.code).to.equal("validation_failed");
+    }
+  });
+
+  it("refuses duplicate keys with 400 naming the key, wherever they are and however they are spelled", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const cases: [string, string][] = [
+      [`{"connection":"nope","to":"${uniquePhone()}","body":"x","connection":"${c.slug}"}`, "body.connection"],
+      [`{"connection":"${c.slug}","to":"${uniquePhone()}","body":"x","metadata":{"k":1,"k":2}}`, "body.metadata.k"],
+      [`{"connection":"${c.slug}","to":"${uniquePhone()}","body":"x","metadata":{"k":1,"\\u006b":2}}`, "body.metadata.k"],
+    ];
+    for (const [body, path] of cases) {
+      const res = await http("POST", "/v1/messages/text", { raw: body, headers: c.auth });
+      expect(res.status, body).to.equal(400);
+      expect(res.json.errors).to.deep.equal([{ path, message: "is given twice in one object (duplicate key)" }]);
+    }
+    // The same key in two different objects is no duplicate.
+    const fine = await http("POST", "/v1/messages/text", {
+      raw: `{"connection":"${c.slug}","to":"${uniquePhone()}","body":"x","metadata":{"k":{"k":1}},"context":{"k":2}}`,
+      headers: c.auth,
+    });
+    expect(fine.status, fine.text).to.equal(202);
+    expect(await db().query(`SELECT 1 FROM messages WHERE workspace_id = $1`, [ws.id])).to.have.length(1);
+  });
+
+  it("refuses a lone UTF-16 surrogate with 400 naming the field everywhere, and keeps a proper pair as sent", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const lone = "x\ud800y";
+    const cases: [string, Record<string, unknown>, string][] = [
+      ["/v1/messages/text", { connection: c.slug, to: uniquePhone(), body: lone }, "body.body"],
+      ["/v1/messages/text", { connection: c.slug, to: `+1555${lone}`, body: "b" }, "body.to"],
+      ["/v1/messages/text", { connection: c.slug, to: uniquePhone(), body: "b", context: { ["k\udc00"]: 1 } }, "body.context.k\\udc00"],
+      ["/v1/connections", { slug: `s-${randomBytes(3).toString("hex")}`, name: lone }, "body.name"],
+      ["/v1/schedules", { name: lone, timezone: "UTC", recurrence: { every: "day" }, message: { body: "b" } }, "body.name"],
+      ["/v1/schedules", { name: "n", timezone: "UTC", recurrence: { every: "day" }, message: { connection: c.slug, body: lone } }, "body.message.body"],
+      ["/v1/webhook-endpoints", { url: "https://example.com/hook", description: lone, events: ["message.received"] }, "body.description"],
+    ];
+    for (const [path, body, field] of cases) {
+      const res = await http("POST", path, { body, headers: c.auth });
+      expect(res.status, `${path} ${field}`).to.equal(400);
+      expect((res.json.errors as { path: string; message: string }[])[0]).to.deep.equal({
+        path: field,
+        message: `${field.includes("\\u") ? "names " : ""}must not contain a lone UTF-16 surrogate (U+D800 to U+DFFF without its pair)`,
+      });
+    }
+    expect(await db().query(`SELECT 1 FROM messages WHERE workspace_id = $1`, [ws.id])).to.have.length(0);
+    const paired = await http("POST", "/v1/connections", { body: { slug: `p-${randomBytes(3).toString("hex")}`, name: "x\ud83d\ude00y" }, headers: c.auth });
+    expect(paired.status).to.equal(201);
+    expect(paired.json.name).to.equal("x\ud83d\ude00y");
+  });
+
+  it("refuses bytes that are not UTF-8 rather than storing U+FFFD", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const body = Buffer.concat([Buffer.from(`{"connection":"${c.slug}","to":"${uniquePhone()}","body":"x`), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('y"}')]);
+    const res = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth }, body });
+    expect(res.status).to.equal(400);
+    expect(res.json.errors).to.deep.equal([{ path: "body", message: "is not valid UTF-8" }]);
+  });
+
+  it("refuses a __proto__ key in metadata or context instead of dropping it", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    for (const field of ["metadata", "context"]) {
+      const res = await http("POST", "/v1/messages/text", {
+        raw: `{"connection":"${c.slug}","to":"${uniquePhone()}","body":"x","${field}":{"__proto__":{"a":1},"b":2}}`,
+        headers: c.auth,
+      });
+      expect(res.status, field).to.equal(400);
+      expect(res.json.errors).to.deep.equal([{ path: `body.${field}.__proto__`, message: "__proto__ is not accepted as a name" }]);
+    }
+    expect(await db().query(`SELECT 1 FROM messages WHERE workspace_id = $1`, [ws.id])).to.have.length(0);
+  });
+
+  it("refuses two Idempotency-Key headers instead of joining them into one key", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const body = Buffer.from(JSON.stringify({ connection: c.slug, to: uniquePhone(), body: "twice" }));
+    const res = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth, "idempotency-key": ["one", "two"] }, body });
+    expect(res.status).to.equal(400);
+    expect(res.json.errors).to.deep.equal([{ path: "headers.idempotency-key", message: "must be given once" }]);
+    const once = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth, "idempotency-key": "one" }, body });
+    expect(once.status).to.equal(202);
+  });
+
+  it("refuses an unknown query parameter with 400 naming it on every route, with or without a query schema", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    for (const [path, name] of [
+      ["/v1/connections?limit=10", "limit"],
+      ["/v1/whoami?foo=1", "foo"],
+      [`/v1/connections/${c.slug}?expand=all`, "expand"],
+      ["/v1/openapi.json?x=1", "x"],
+    ] as const) {
+      const res = await http("GET", path, { headers: c.auth });
+      expect(res.status, path).to.equal(400);
+      expect(JSON.stringify(res.json.errors), path).to.contain(`query.${name}`);
+    }
+    const strict = await http("GET", "/v1/messages?foo=1", { headers: c.auth });
+    expect(strict.status).to.equal(400);
+    expect(strict.json.detail).to.match(/foo/);
+    expect((await http("GET", "/v1/connections", { headers: c.auth })).status).to.equal(200);
+    expect((await http("GET", "/v1/whoami", { headers: c.auth })).status).to.equal(200);
+  });
+});
