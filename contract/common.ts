@@ -90,6 +90,7 @@ export const PROBLEM_CODES = [
   "slug_taken",
   "already_member",
   "owner_required",
+  "payload_too_large",
   "idempotency_mismatch",
   "rate_limited",
   "quota_exceeded",
