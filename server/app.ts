@@ -12,6 +12,8 @@ import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
 import { rejectNulCharacters } from "./http/nul-characters.js";
 import { requestContext } from "./http/request-context.js";
+import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
+import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
 import { providerCallbackHandler } from "./provider/handlers.js";
@@ -41,6 +43,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   // The simulated network's control API: only when the sandbox is enabled (never in production).
   const sandbox = sandboxControl(ctx.config, ctx.engines);
   if (sandbox) app.use(SANDBOX_CONTROL_PATH, sandbox);
+  app.use(mcpEdge(ctx));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
@@ -60,7 +63,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     team: teamRouter(ctx),
     auth: authRouter(ctx),
     oauth: notImplemented(contract.oauth),
-    mcp: notImplemented(contract.mcp),
+    mcp: mcpRouter(ctx),
     ops: {
       openapi: async () => ({ status: 200, body: await openapiDocument() }),
       providerCallback: providerCallbackHandler(ctx),
@@ -78,6 +81,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
         keyCache: ctx.keyCache,
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
         requestsPerMinute: ctx.config.apiRateLimitPerMinute,
+        mcpResourceMetadataUrl: resourceMetadataUrl(ctx.config.webUrl),
       }) as never,
       rejectNulCharacters as never,
     ],
