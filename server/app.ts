@@ -15,6 +15,10 @@ import { requestContext } from "./http/request-context.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
 import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
+import { RequestSigner } from "./oauth/authorize-request.js";
+import { oauthRouter } from "./oauth/handlers.js";
+import { issuerOf, oauthMetadataRouter } from "./oauth/metadata.js";
+import { oauthPages } from "./oauth/pages.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
 import { providerCallbackHandler } from "./provider/handlers.js";
 import { schedulesRouter } from "./schedules/handlers.js";
@@ -44,6 +48,9 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   const sandbox = sandboxControl(ctx.config, ctx.engines);
   if (sandbox) app.use(SANDBOX_CONTROL_PATH, sandbox);
   app.use(mcpEdge(ctx));
+  const oauthRequests = new RequestSigner(ctx.config.secretKey);
+  app.use(oauthMetadataRouter(ctx.config));
+  app.use(oauthPages(ctx, oauthRequests, issuerOf(ctx.config)));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
@@ -62,7 +69,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),
     auth: authRouter(ctx),
-    oauth: notImplemented(contract.oauth),
+    oauth: oauthRouter(ctx, oauthRequests),
     mcp: mcpRouter(ctx),
     ops: {
       openapi: async () => ({ status: 200, body: await openapiDocument() }),
