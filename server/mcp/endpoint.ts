@@ -53,26 +53,30 @@ export function mcpEdge(ctx: AppContext): Router {
   const urls = [ctx.config.webUrl, ctx.config.baseUrl].map((u) => new URL(u));
   const hosts = new Set(urls.map((u) => u.hostname.toLowerCase()));
   const origins = new Set(urls.map((u) => u.origin));
-  // A gateway addressed by a loopback name answers to each of them (localhost, 127.0.0.1, [::1]).
-  if ([...hosts].some((h) => LOOPBACK_HOSTS.includes(h))) {
-    for (const u of urls.filter((u) => LOOPBACK_HOSTS.includes(u.hostname))) {
-      for (const h of LOOPBACK_HOSTS) {
-        hosts.add(h);
-        origins.add(`${u.protocol}//${h}${u.port ? `:${u.port}` : ""}`);
-      }
-    }
-  }
+  // A gateway addressed by a loopback name answers to each of them (localhost, 127.0.0.1, [::1]),
+  // on any port, as the SDK's own host validation does: local tools sit behind proxies and ports.
+  const loopback = [...hosts].some((h) => LOOPBACK_HOSTS.includes(h));
+  if (loopback) for (const h of LOOPBACK_HOSTS) hosts.add(h);
+  const originAllowed = (origin: string) => origins.has(origin) || (loopback && LOOPBACK_HOSTS.includes(hostnameOf(new URL(origin).host) ?? ""));
   const router = Router();
   router.all(MCP_PATH, (req, res, next) => {
     const host = hostnameOf(req.headers.host);
     if (!host || !hosts.has(host)) return sendProblem(res, new ApiError("forbidden", "The Host header does not name this gateway."));
     const origin = req.headers.origin;
-    if (origin !== undefined && !origins.has(origin)) return sendProblem(res, new ApiError("forbidden", "Requests from this Origin are not accepted."));
+    if (origin !== undefined && !safeOriginAllowed(originAllowed, origin)) return sendProblem(res, new ApiError("forbidden", "Requests from this Origin are not accepted."));
     if (req.method === "POST") return next();
     res.setHeader("Allow", "POST");
     sendProblem(res, new ApiError("method_not_allowed", "This endpoint is stateless: send every message with POST."));
   });
   return router;
+}
+
+function safeOriginAllowed(allowed: (origin: string) => boolean, origin: string): boolean {
+  try {
+    return allowed(origin);
+  } catch {
+    return false; // not a URL ("null", garbage)
+  }
 }
 
 const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"];
