@@ -137,7 +137,7 @@ export const oauth = c.router(
     listAuthorizations: {
       method: "GET",
       path: "/v1/oauth/authorizations",
-      summary: "Clients the signed-in member authorized",
+      summary: "Clients the signed-in member authorized (extension)",
       description: "Every client the member approved in this workspace that still holds tokens, with its last use. Session only.",
       responses: { 200: AuthorizedClientList, ...problems(401, 403, 429) },
       metadata: session,
@@ -145,7 +145,7 @@ export const oauth = c.router(
     revokeAuthorization: {
       method: "DELETE",
       path: "/v1/oauth/authorizations/:id",
-      summary: "Revoke a client's authorization",
+      summary: "Revoke a client's authorization (extension)",
       description: "Ends every access and refresh token of this authorization at once. Session only; a member revokes their own.",
       pathParams: z.object({ id: z.string().min(1).max(64) }),
       body: c.noBody(),

@@ -79,6 +79,9 @@ const SPEC_OPERATIONS: [string, string][] = [
 const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/webhook-endpoints/{id}/deliveries"],
   ["post", "/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resend"],
+  // issue 13: the dashboard lists and revokes the assistants a member authorized (product.md)
+  ["get", "/v1/oauth/authorizations"],
+  ["delete", "/v1/oauth/authorizations/{id}"],
 ];
 
 // RFC 6749 / RFC 7591 errors are `{error, error_description}` as application/json, not problems.
