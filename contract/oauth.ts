@@ -51,7 +51,7 @@ export type RegisteredClient = z.infer<typeof RegisteredClient>;
 export const AuthorizeQuery = z
   .object({
     response_type: z.literal("code"),
-    client_id: z.string().min(1).max(200),
+    client_id: z.string().min(1).max(2048).describe("A registered client's id, or the https URL of its Client ID Metadata Document"),
     redirect_uri: z.string().url().max(2048),
     code_challenge: Pkce,
     code_challenge_method: z.literal("S256"),
@@ -70,7 +70,7 @@ export const TokenRequestBody = z
     code: z.string().max(512).optional(),
     redirect_uri: z.string().max(2048).optional(),
     code_verifier: z.string().max(128).optional(),
-    client_id: z.string().max(200).optional(),
+    client_id: z.string().max(2048).optional(),
     refresh_token: z.string().max(512).optional(),
     resource: z.string().max(2048).optional(),
   })

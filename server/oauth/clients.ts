@@ -3,6 +3,8 @@
 // address (native apps, RFC 8252 7.3), is accepted.
 import type { DataSource } from "typeorm";
 import { newId } from "../ids.js";
+import type { UrlCheckOptions } from "../webhooks/address-policy.js";
+import { requestThroughPolicy, WebhookDeliveryError } from "../webhooks/safe-request.js";
 
 export const CLIENT_PREFIX = "ocl";
 /** Registrations that never led to an approval are removed after this long. */
@@ -68,6 +70,56 @@ export async function registerClient(db: DataSource, body: Registration): Promis
     client.createdAt,
   ]);
   return client;
+}
+
+/** Client ID Metadata Documents are small; anything larger is refused (as the draft suggests, 5 KiB). */
+export const METADATA_DOCUMENT_MAX_BYTES = 5 * 1024;
+const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
+
+/** A client_id that is a URL names a Client ID Metadata Document rather than a registration. */
+export function isMetadataDocumentId(clientId: string): boolean {
+  return clientId.startsWith("https://") || clientId.startsWith("http://");
+}
+
+/**
+ * The client a Client ID Metadata Document describes, fetched through the outbound address policy
+ * (https only unless OUTBOUND_ALLOW_PRIVATE opens a range, the resolved address checked, no
+ * redirects). The document must name itself as client_id and list its redirect URIs.
+ */
+export async function clientFromMetadataDocument(clientId: string, outbound: UrlCheckOptions): Promise<OAuthClient> {
+  const url = new URL(clientId);
+  if (url.hash || url.username || url.password || url.pathname === "/") {
+    throw new OAuthProtocolError("invalid_client", "A client_id URL must have a path and no fragment or credentials.");
+  }
+  let doc: unknown;
+  try {
+    const res = await requestThroughPolicy(clientId, outbound, {
+      method: "GET",
+      body: "",
+      keepBody: true,
+      headers: { accept: "application/json" },
+      maxResponseBytes: METADATA_DOCUMENT_MAX_BYTES + 1,
+      timeoutMs: METADATA_DOCUMENT_TIMEOUT_MS,
+    });
+    if (res.status !== 200) throw new OAuthProtocolError("invalid_client", `The client metadata document answered ${res.status}.`);
+    if (res.truncated) throw new OAuthProtocolError("invalid_client", `The client metadata document is larger than ${METADATA_DOCUMENT_MAX_BYTES} bytes.`);
+    doc = JSON.parse(res.body!.toString("utf8"));
+  } catch (err) {
+    if (err instanceof OAuthProtocolError) throw err;
+    if (err instanceof WebhookDeliveryError) throw new OAuthProtocolError("invalid_client", `The client metadata document cannot be fetched (${err.reason}).`);
+    throw new OAuthProtocolError("invalid_client", "The client metadata document is not JSON.");
+  }
+  const d = (typeof doc === "object" && doc !== null ? doc : {}) as Record<string, unknown>;
+  if (d.client_id !== clientId) throw new OAuthProtocolError("invalid_client", "The client metadata document must name its own URL as client_id.");
+  const uris = d.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0 || !uris.every((u) => typeof u === "string" && redirectUriProblem(u) === null)) {
+    throw new OAuthProtocolError("invalid_client", "The client metadata document needs redirect_uris: https, or http on a loopback address.");
+  }
+  if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== "none") {
+    throw new OAuthProtocolError("invalid_client", "Only public clients are supported: token_endpoint_auth_method must be none.");
+  }
+  const name = typeof d.client_name === "string" && d.client_name.length > 0 ? d.client_name.slice(0, 200) : null;
+  return { id: clientId, name, redirectUris: uris as string[], createdAt: new Date() };
 }
 
 export async function findClient(db: DataSource, id: string): Promise<OAuthClient | null> {

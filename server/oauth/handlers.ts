@@ -11,7 +11,7 @@ import { ApiError, sendProblem } from "../http/errors.js";
 import { clientIp, sessionOf } from "../http/principal.js";
 import { MemoryRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
 import { clientRedirect, RequestSigner } from "./authorize-request.js";
-import { findClient, OAuthProtocolError, registerClient } from "./clients.js";
+import { clientFromMetadataDocument, findClient, isMetadataDocumentId, OAuthProtocolError, registerClient } from "./clients.js";
 import { exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
 import { issuerOf, publicCors, toolResourceOf } from "./metadata.js";
 import { CONSENT_PATH } from "./pages.js";
@@ -43,6 +43,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
   const issuer = issuerOf(ctx.config);
   const resource = toolResourceOf(ctx.config);
   const registrations = new MemoryRateLimiter(3600_000);
+  const outbound = { allowPrivate: ctx.config.webhooks.allowPrivate };
 
   const register: RequestHandler = (req, res, next) => {
     (async () => {
@@ -75,7 +76,13 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       const q = req.query;
       const clientId = param(q, "client_id");
       const redirectUri = param(q, "redirect_uri");
-      const client = clientId ? await findClient(ctx.db, clientId) : null;
+      let client;
+      try {
+        client = !clientId ? null : isMetadataDocumentId(clientId) ? await clientFromMetadataDocument(clientId, outbound) : await findClient(ctx.db, clientId);
+      } catch (err) {
+        if (!(err instanceof OAuthProtocolError)) throw err;
+        return sendProblem(res, ApiError.validation([{ path: "query.client_id", message: err.description }]));
+      }
       if (!client) return sendProblem(res, ApiError.validation([{ path: "query.client_id", message: "no such client; register it at /v1/oauth/register" }]));
       if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
         return sendProblem(res, ApiError.validation([{ path: "query.redirect_uri", message: "must be exactly one of the client's registered redirect URIs" }]));
