@@ -189,6 +189,11 @@ describe("tool endpoint (MCP) with an API key", () => {
       body: rpc("tools/list"),
     });
     expect(own.status).to.equal(200);
+    // A gateway on a loopback address accepts loopback origins on any port (local proxies).
+    const local = await http("POST", "/v1/mcp", { headers: { ...MCP_HEADERS, origin: "http://localhost:1", authorization: `Bearer ${readKey}` }, body: rpc("tools/list") });
+    expect(local.status).to.equal(200);
+    const nullOrigin = await http("POST", "/v1/mcp", { headers: { ...MCP_HEADERS, origin: "null", authorization: `Bearer ${readKey}` }, body: rpc("tools/list") });
+    expect(nullOrigin.status).to.equal(403);
     // fetch cannot forge Host; a raw request can.
     const { request } = await import("node:http");
     const status = await new Promise<number>((resolve, reject) => {
