@@ -84,6 +84,7 @@ export const PROBLEM_CODES = [
   "insufficient_scope",
   "cross_site_request",
   "not_found",
+  "method_not_allowed",
   "invalid_state",
   "connection_not_ready",
   "idempotency_in_flight",

@@ -31,17 +31,20 @@ export const mcp = c.router(
       description:
         "Stateless streamable HTTP. Accepts an API key with mcp:read or an OAuth access token (`svc_mcp_at_…`). " +
         "Without credentials: 401 with a WWW-Authenticate header naming the protected-resource metadata. " +
-        "Notifications and responses are answered 202 without a body. No tool returns message content.",
+        "Notifications and responses are answered 202 without a body. No tool returns message content. " +
+        "A tools/call of a mutating tool without mcp:write: 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\"`. " +
+        "Wrong Host or Origin (DNS rebinding): 403. GET and DELETE: 405. The transport's own refusals (406 without an Accept " +
+        "naming application/json and text/event-stream, 415) carry JSON-RPC error bodies.",
       body: McpRequestBody,
-      responses: { 200: McpResponseBody, 202: NoBody, ...problems(400, 401, 402, 403, 429, 501) },
-      metadata: { security: { auth: "mcp", scope: "mcp:read" }, tag: "MCP", feature: "mcp", notImplemented: true } satisfies RouteMetadata,
+      responses: { 200: McpResponseBody, 202: NoBody, ...problems(400, 401, 402, 403, 429) },
+      metadata: { security: { auth: "mcp", scope: "mcp:read" }, tag: "MCP", feature: "mcp" } satisfies RouteMetadata,
     },
     tools: {
       method: "GET",
       path: "/v1/mcp/tools",
       summary: "List the tools the credential may call",
-      responses: { 200: McpToolList, ...problems(401, 403, 429, 501) },
-      metadata: { security: { auth: "key", scope: "mcp:read" }, tag: "MCP", notImplemented: true } satisfies RouteMetadata,
+      responses: { 200: McpToolList, ...problems(401, 403, 429) },
+      metadata: { security: { auth: "key", scope: "mcp:read" }, tag: "MCP" } satisfies RouteMetadata,
     },
   },
   { strictStatusCodes: true },

@@ -4,7 +4,7 @@
 // register and token endpoints use the RFC 6749 shape `{error, error_description}`, not Problem.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { NoBody, problems, type RouteMetadata } from "./common.js";
+import { NoBody, problems, Timestamp, type RouteMetadata } from "./common.js";
 
 const c = initContract();
 
@@ -51,7 +51,7 @@ export type RegisteredClient = z.infer<typeof RegisteredClient>;
 export const AuthorizeQuery = z
   .object({
     response_type: z.literal("code"),
-    client_id: z.string().min(1).max(200),
+    client_id: z.string().min(1).max(2048).describe("A registered client's id, or the https URL of its Client ID Metadata Document"),
     redirect_uri: z.string().url().max(2048),
     code_challenge: Pkce,
     code_challenge_method: z.literal("S256"),
@@ -70,7 +70,7 @@ export const TokenRequestBody = z
     code: z.string().max(512).optional(),
     redirect_uri: z.string().max(2048).optional(),
     code_verifier: z.string().max(128).optional(),
-    client_id: z.string().max(200).optional(),
+    client_id: z.string().max(2048).optional(),
     refresh_token: z.string().max(512).optional(),
     resource: z.string().max(2048).optional(),
   })
@@ -86,7 +86,21 @@ export const TokenResponse = z.object({
 });
 export type TokenResponse = z.infer<typeof TokenResponse>;
 
-const meta = { security: { auth: "none" }, tag: "OAuth", notImplemented: true } satisfies RouteMetadata;
+export const AuthorizedClient = z.object({
+  id: z.string().describe("Identifier of the authorization (prefix `oag_`)"),
+  client_id: z.string(),
+  client_name: z.string().nullable(),
+  redirect_host: z.string().describe("Host the client's redirect URI points at"),
+  scopes: z.array(z.string()),
+  created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
+});
+export type AuthorizedClient = z.infer<typeof AuthorizedClient>;
+
+export const AuthorizedClientList = z.object({ data: z.array(AuthorizedClient) });
+
+const meta = { security: { auth: "none" }, tag: "OAuth" } satisfies RouteMetadata;
+const session = { security: { auth: "session" }, tag: "OAuth" } satisfies RouteMetadata;
 
 export const oauth = c.router(
   {
@@ -96,7 +110,7 @@ export const oauth = c.router(
       summary: "Register a public OAuth client (RFC 7591)",
       description: "Dynamic registration of a public client; no client secret is issued.",
       body: RegisterClientBody,
-      responses: { 201: RegisteredClient, 400: OAuthError, ...problems(429, 501) },
+      responses: { 201: RegisteredClient, 400: OAuthError, ...problems(429) },
       metadata: meta,
     },
     authorize: {
@@ -107,7 +121,7 @@ export const oauth = c.router(
         "Redirects to the consent page, where a signed-in owner, admin or developer approves the scopes; the decision " +
         "redirects to `redirect_uri` with `code` or `error`. A bad client or redirect URI is never redirected to: 400.",
       query: AuthorizeQuery,
-      responses: { 302: NoBody, ...problems(400, 429, 501) },
+      responses: { 302: NoBody, ...problems(400, 429) },
       metadata: meta,
     },
     token: {
@@ -117,8 +131,26 @@ export const oauth = c.router(
       description: "Authorization code with PKCE (S256), or a refresh token (rotated on every use). Codes are single use.",
       contentType: "application/x-www-form-urlencoded",
       body: TokenRequestBody,
-      responses: { 200: TokenResponse, 400: OAuthError, ...problems(429, 501) },
+      responses: { 200: TokenResponse, 400: OAuthError, ...problems(429) },
       metadata: meta,
+    },
+    listAuthorizations: {
+      method: "GET",
+      path: "/v1/oauth/authorizations",
+      summary: "Clients the signed-in member authorized (extension)",
+      description: "Every client the member approved in this workspace that still holds tokens, with its last use. Session only.",
+      responses: { 200: AuthorizedClientList, ...problems(401, 403, 429) },
+      metadata: session,
+    },
+    revokeAuthorization: {
+      method: "DELETE",
+      path: "/v1/oauth/authorizations/:id",
+      summary: "Revoke a client's authorization (extension)",
+      description: "Ends every access and refresh token of this authorization at once. Session only; a member revokes their own.",
+      pathParams: z.object({ id: z.string().min(1).max(64) }),
+      body: c.noBody(),
+      responses: { 204: NoBody, ...problems(401, 403, 404, 429) },
+      metadata: session,
     },
   },
   { strictStatusCodes: true },

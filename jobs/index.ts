@@ -2,6 +2,7 @@
 import type { AppContext } from "../server/context.js";
 import { messageReleaseJob, scheduledSweepJob } from "./message-release.js";
 import { IDEMPOTENCY_PRUNE_JOB, idempotencyPruneJob } from "./idempotency-prune.js";
+import { OAUTH_PRUNE_JOB, oauthPruneJob } from "./oauth-prune.js";
 import { purgeConnectionJob } from "./purge-connection.js";
 import { WEBHOOK_PRUNE_JOB, webhookPruneJob } from "./webhook-prune.js";
 import { webhookRetryJob } from "./webhook-retry.js";
@@ -14,6 +15,7 @@ export async function defineJobs(ctx: AppContext): Promise<void> {
   ctx.jobs.define(webhookRetryJob(ctx));
   ctx.jobs.define(webhookPruneJob(ctx));
   ctx.jobs.define(idempotencyPruneJob(ctx));
+  ctx.jobs.define(oauthPruneJob(ctx));
   for (const job of scheduleFireJobs(ctx)) ctx.jobs.define(job);
 }
 
@@ -22,5 +24,6 @@ export async function scheduleRecurringJobs(ctx: AppContext): Promise<void> {
   await ctx.jobs.agenda.every("1 minute", "messages.sweep-scheduled", {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", WEBHOOK_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", IDEMPOTENCY_PRUNE_JOB, {}, { skipImmediate: false } as never);
+  await ctx.jobs.agenda.every("1 hour", OAUTH_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await scheduleScheduleFiring(ctx);
 }

@@ -13,7 +13,13 @@ import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/e
 import { jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
 import { checkInput } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
+import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
+import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
+import { RequestSigner } from "./oauth/authorize-request.js";
+import { oauthRouter } from "./oauth/handlers.js";
+import { issuerOf, oauthMetadataRouter } from "./oauth/metadata.js";
+import { oauthPages } from "./oauth/pages.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
 import { ignoreUnreadableCallback, PROVIDER_CALLBACK_PATH, providerCallbackHandler, providerTokenCheck } from "./provider/handlers.js";
 import { schedulesRouter } from "./schedules/handlers.js";
@@ -42,6 +48,10 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   // The simulated network's control API: only when the sandbox is enabled (never in production).
   const sandbox = sandboxControl(ctx.config, ctx.engines);
   if (sandbox) app.use(SANDBOX_CONTROL_PATH, sandbox);
+  app.use(mcpEdge(ctx));
+  const oauthRequests = new RequestSigner(ctx.config.secretKey);
+  app.use(oauthMetadataRouter(ctx.config));
+  app.use(oauthPages(ctx, oauthRequests, issuerOf(ctx.config)));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
@@ -60,8 +70,8 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),
     auth: authRouter(ctx),
-    oauth: notImplemented(contract.oauth),
-    mcp: notImplemented(contract.mcp),
+    oauth: oauthRouter(ctx, oauthRequests),
+    mcp: mcpRouter(ctx),
     ops: {
       openapi: async () => ({ status: 200, body: await openapiDocument() }),
       providerCallback: providerCallbackHandler(ctx),
@@ -79,6 +89,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
         keyCache: ctx.keyCache,
         trustedOrigins: [...new Set([new URL(ctx.config.webUrl).origin, new URL(ctx.config.baseUrl).origin])],
         rateLimit: { perMinute: ctx.config.apiRateLimitPerMinute, burst: ctx.config.apiRateLimitBurst },
+        mcpResourceMetadataUrl: resourceMetadataUrl(ctx.config.webUrl),
       }) as never,
       checkInput as never,
     ],

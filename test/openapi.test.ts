@@ -80,6 +80,9 @@ const SPEC_OPERATIONS: [string, string][] = [
 const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/webhook-endpoints/{id}/deliveries"],
   ["post", "/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resend"],
+  // issue 13: the dashboard lists and revokes the assistants a member authorized (product.md)
+  ["get", "/v1/oauth/authorizations"],
+  ["delete", "/v1/oauth/authorizations/{id}"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.
@@ -271,7 +274,7 @@ describe("OpenAPI document", () => {
 
   it("says which operations answer 501 for now", () => {
     const pending = operations(doc).filter(({ op }) => op["x-not-implemented"] === true);
-    expect(pending.map(({ op }) => op.operationId)).to.include("mcpCall");
+    expect(pending.map(({ op }) => op.operationId)).to.include("aiListCredentials");
     for (const { method, path, op } of pending) {
       expect(op.description, `${method} ${path}`).to.include("Not implemented yet");
       expect(op.responses, `${method} ${path}`).to.have.property("501");

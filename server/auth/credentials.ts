@@ -10,10 +10,10 @@ import { effectiveScopes } from "../workspace/roles.js";
 import type { ApiKeyCache } from "./key-cache.js";
 import type { Plan } from "../workspace/entities.js";
 
-const PLAN_COLUMNS = `p.id AS plan_id, p.name AS plan_name, p.rank AS plan_rank, p.max_connections, p.messages_per_month,
+export const PLAN_COLUMNS = `p.id AS plan_id, p.name AS plan_name, p.rank AS plan_rank, p.max_connections, p.messages_per_month,
   p.scheduling, p.connection_webhooks, p.ai, p.mcp, p.member_management`;
 
-interface PlanRow {
+export interface PlanRow {
   plan_id: string;
   plan_name: string;
   plan_rank: number;
@@ -26,7 +26,7 @@ interface PlanRow {
   member_management: boolean;
 }
 
-function planFromRow(r: PlanRow): Plan {
+export function planFromRow(r: PlanRow): Plan {
   return {
     id: r.plan_id,
     name: r.plan_name,

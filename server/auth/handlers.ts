@@ -3,12 +3,12 @@ import { contract, type Role, type Session } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
 import { clientIp, signedInUserOf } from "../http/principal.js";
 import { Workspace } from "../workspace/entities.js";
-import { clearSessionCookie, setSessionCookie } from "./session-cookie.js";
+import { clearSessionCookie, secureCookies, setSessionCookie } from "./session-cookie.js";
 
 const s = initServer();
 
 export function authRouter(ctx: AppContext) {
-  const secureCookie = ctx.config.webUrl.startsWith("https:") || ctx.config.baseUrl.startsWith("https:");
+  const secureCookie = secureCookies(ctx.config);
 
   async function sessionView(userId: string, email: string, workspaceId: string | null): Promise<Session> {
     if (!workspaceId) return { user: { id: userId, email }, workspace: null, role: null };

@@ -7,6 +7,7 @@ import { parse as parseCookies } from "cookie";
 import type { AppRoute } from "@ts-rest/core";
 import type { PlanFeature, RouteMetadata, Scope } from "../../contract/common.js";
 import { resolveApiKey, resolveSession } from "../auth/credentials.js";
+import { ACCESS_TOKEN_PREFIX, resolveAccessToken } from "../oauth/tokens.js";
 import type { ApiKeyCache } from "../auth/key-cache.js";
 import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
@@ -22,6 +23,8 @@ export interface AuthenticateOptions {
   trustedOrigins: string[];
   /** Per key and process: a token bucket refilled at perMinute / 60 a second, holding burst. */
   rateLimit: { perMinute: number; burst: number };
+  /** Named in the WWW-Authenticate header of the tool resource's 401 (spec 5.8). */
+  mcpResourceMetadataUrl: string;
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -52,8 +55,7 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
         principal = bearer !== undefined ? await keyPrincipal(bearer, res, security.scope) : await sessionPrincipal(req, res);
         break;
       case "mcp":
-        // OAuth access tokens for the tool resource are resolved by the MCP module when it lands.
-        principal = await keyPrincipal(bearer, res, security.scope);
+        principal = await mcpPrincipal(bearer, res, security.scope);
         break;
     }
     if (!principal) {
@@ -81,6 +83,27 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     return principal;
   }
 
+  /** The tool resource: an OAuth access token, or an API key; a 401 names the resource metadata. */
+  async function mcpPrincipal(bearer: string | undefined, res: Response, scope: Scope): Promise<Principal> {
+    try {
+      if (bearer?.startsWith(ACCESS_TOKEN_PREFIX)) {
+        const principal = await resolveAccessToken(options.db, bearer);
+        if (!principal) throw new ApiError("unauthorized", "The access token is unknown, expired or revoked.");
+        if (!principal.scopes.includes(scope)) {
+          throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
+        }
+        return principal;
+      }
+      return await keyPrincipal(bearer ?? missingMcpCredential(), res, scope);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        const error = bearer ? ', error="invalid_token"' : "";
+        err.extra.headers = { ...err.extra.headers, "WWW-Authenticate": `Bearer resource_metadata="${options.mcpResourceMetadataUrl}"${error}` };
+      }
+      throw err;
+    }
+  }
+
   async function sessionPrincipal(req: Request, res: Response): Promise<Principal | null> {
     const token = parseCookies(req.headers.cookie ?? "")[SESSION_COOKIE];
     const resolved = token ? await resolveSession(options.db, token) : null;
@@ -91,6 +114,10 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     res.locals.user = resolved.user;
     return resolved.principal;
   }
+}
+
+function missingMcpCredential(): never {
+  throw new ApiError("unauthorized", "Send an OAuth access token (svc_mcp_at_…) or an API key with mcp:read as `Authorization: Bearer …`.");
 }
 
 function bearerToken(req: Request): string | undefined {

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   insufficient_scope: { status: 403, title: "The credential lacks the required scope" },
   cross_site_request: { status: 403, title: "Cross-site request refused" },
   not_found: { status: 404, title: "Not found" },
+  method_not_allowed: { status: 405, title: "Method not allowed" },
   invalid_state: { status: 409, title: "The resource is not in a state that allows this" },
   connection_not_ready: { status: 409, title: "The connection is not connected" },
   idempotency_in_flight: { status: 409, title: "A request with this Idempotency-Key is in flight" },

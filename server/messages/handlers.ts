@@ -2,6 +2,7 @@ import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
+import { afterAccepted } from "./accepted.js";
 import { readHandlers } from "./read-handlers.js";
 
 const s = initServer();
@@ -12,16 +13,8 @@ export function messagesRouter(ctx: AppContext) {
     ...readHandlers(ctx),
     send: async ({ body, headers, res, req }) => {
       const accepted = await sender.send(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
-      if (accepted.replayed) {
-        res.setHeader("Idempotent-Replayed", "true");
-      } else if (accepted.scheduledFor) {
-        // Committed already; if the job cannot be created now, the minute sweep releases it.
-        await messageLifecycle
-          .scheduleRelease(accepted.body.id, accepted.scheduledFor)
-          .catch((err: unknown) => req.log?.warn({ err, message_id: accepted.body.id }, "release job not created; the sweep will release it"));
-      } else {
-        ctx.dispatcher.wake();
-      }
+      if (accepted.replayed) res.setHeader("Idempotent-Replayed", "true");
+      await afterAccepted(ctx, accepted, req.log ?? ctx.logger);
       return { status: 202, body: accepted.body };
     },
     cancel: async ({ params, res }) => {

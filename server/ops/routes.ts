@@ -47,6 +47,11 @@ export function opsRouter(config: Config, metrics: Metrics, readiness: Readiness
         "service-desc": [{ href: `${config.baseUrl}/v1/openapi.json`, type: "application/openapi+json;version=3.1" }],
         status: [{ href: `${config.baseUrl}/readyz`, type: "application/json" }],
       },
+      {
+        // The hosted tool endpoint: its protected-resource metadata leads to the authorization server.
+        anchor: `${config.webUrl}/v1/mcp`,
+        "service-meta": [{ href: `${config.webUrl}/.well-known/oauth-protected-resource/v1/mcp`, type: "application/json" }],
+      },
     ],
   };
   const catalogUrl = `${config.webUrl}/.well-known/api-catalog`;

@@ -35,8 +35,12 @@ export class WebhookDeliveryError extends Error {
 }
 
 export interface PostRequest {
+  /** POST by default; GET (no body) for documents the gateway reads, e.g. OAuth client metadata. */
+  method?: "POST" | "GET";
   headers?: Record<string, string>;
   body: string | Uint8Array;
+  /** Keep the response body (up to maxResponseBytes) in the result instead of discarding it. */
+  keepBody?: boolean;
   /** Total time for connect + TLS + response headers. Default 10 s. */
   timeoutMs?: number;
   /** Response body bytes read (then discarded) before the connection is dropped. Default 64 KiB. */
@@ -61,6 +65,9 @@ export interface PostResult {
   address: string;
   /** Response body bytes read before it was discarded (at most maxResponseBytes plus one chunk). */
   bodyBytes: number;
+  /** With keepBody: the body read, and whether it reached the read limit. */
+  body?: Buffer;
+  truncated?: boolean;
 }
 
 /** Headers the caller may not set: they are the transport's, or would redirect SNI/Host. */
@@ -135,12 +142,13 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
   for (const [name, value] of Object.entries(req.headers ?? {})) {
     if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
   }
-  const body = typeof req.body === "string" ? Buffer.from(req.body) : req.body;
-  headers["Content-Length"] = String(body.byteLength);
+  const method = req.method ?? "POST";
+  const body = method === "GET" ? Buffer.alloc(0) : typeof req.body === "string" ? Buffer.from(req.body) : req.body;
+  if (method === "POST") headers["Content-Length"] = String(body.byteLength);
   headers["Connection"] = "close";
 
   const options: https.RequestOptions = {
-    method: "POST",
+    method,
     headers,
     agent: false, // a fresh socket per delivery: never a pooled one connected for another check
     lookup: pinnedLookup(address, family),
@@ -153,6 +161,7 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
     let latencyMs = 0;
     let status = 0;
     let bodyBytes = 0;
+    const kept: Buffer[] = [];
     let gotResponse = false;
     const timer = setTimeout(() => {
       if (gotResponse) succeed();
@@ -163,7 +172,13 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ status, latencyMs, address, bodyBytes });
+      resolve({
+        status,
+        latencyMs,
+        address,
+        bodyBytes,
+        ...(req.keepBody ? { body: Buffer.concat(kept).subarray(0, maxBytes), truncated: bodyBytes >= maxBytes } : {}),
+      });
       request.destroy();
     };
     const fail = (err: unknown) => {
@@ -180,6 +195,7 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
       status = res.statusCode ?? 0;
       res.on("data", (chunk: Buffer) => {
         bodyBytes += chunk.length;
+        if (req.keepBody) kept.push(chunk);
         if (bodyBytes >= maxBytes) succeed();
       });
       res.on("end", succeed);
@@ -199,9 +215,12 @@ export interface DeliveryResult extends PostResult {
 
 /**
  * Delivery-time entry point: checks the URL again (resolving the host once), then posts to the
- * first resolved address. `timeoutMs` covers the lookup as well as the request.
+ * first resolved address. `timeoutMs` covers the lookup as well as the request. Every URL a
+ * tenant or a client gives the gateway is reached through here (product.md, Outbound addresses).
  */
-export async function deliverWebhook(url: string, opts: UrlCheckOptions, request: PostRequest): Promise<DeliveryResult> {
+export const deliverWebhook = requestThroughPolicy;
+
+export async function requestThroughPolicy(url: string, opts: UrlCheckOptions, request: PostRequest): Promise<DeliveryResult> {
   const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;

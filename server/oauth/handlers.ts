@@ -1,0 +1,153 @@
+// contract.oauth. register, authorize and token answer in their route middleware, before the
+// contract's schema check, because their refusals are OAuth's own (RFC 6749 4.1.2.1 and 5.2,
+// RFC 7591 3.2.2), not problem documents: a bad client or redirect URI is answered here (never
+// redirected to), anything else about an authorization request is redirected to the client.
+import type { RequestHandler, Response } from "express";
+import { initServer } from "@ts-rest/express";
+import { contract } from "../../contract/index.js";
+import { RegisterClientBody } from "../../contract/oauth.js";
+import type { AppContext } from "../context.js";
+import { ApiError, sendProblem } from "../http/errors.js";
+import { clientIp, sessionOf } from "../http/principal.js";
+import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
+import { clientRedirect, RequestSigner } from "./authorize-request.js";
+import { clientFromMetadataDocument, findClient, isMetadataDocumentId, OAuthProtocolError, registerClient } from "./clients.js";
+import { exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
+import { issuerOf, publicCors, toolResourceOf } from "./metadata.js";
+import { CONSENT_PATH } from "./pages.js";
+import { MCP_SCOPES } from "./tokens.js";
+
+const s = initServer();
+
+/** Registrations one client address may make in an hour. */
+export const REGISTRATIONS_PER_HOUR = 20;
+
+const PKCE_S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+
+function oauthError(res: Response, err: OAuthProtocolError): void {
+  res.status(400).setHeader("Cache-Control", "no-store");
+  res.json({ error: err.error, error_description: err.description });
+}
+
+/** A single string parameter; absent, repeated or non-string values are undefined. */
+function param(source: unknown, name: string): string | undefined {
+  const v = (source as Record<string, unknown> | undefined)?.[name];
+  return typeof v === "string" ? v : undefined;
+}
+
+const unreachable = async (): Promise<never> => {
+  throw new Error("answered by the route middleware");
+};
+
+export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
+  const issuer = issuerOf(ctx.config);
+  const resource = toolResourceOf(ctx.config);
+  // Across processes, like the sign-in limits: registration is unauthenticated.
+  const registrations = new DatabaseRateLimiter(ctx.db);
+  const outbound = { allowPrivate: ctx.config.webhooks.allowPrivate };
+
+  const register: RequestHandler = (req, res, next) => {
+    (async () => {
+      const decision = await registrations.hit(`oauth-register:${clientIp(req)}`, REGISTRATIONS_PER_HOUR, 3600_000);
+      if (!decision.allowed) {
+        return sendProblem(res, new ApiError("rate_limited", "Too many client registrations from this address; try again later.", { headers: rateLimitHeaders(decision) }));
+      }
+      const parsed = RegisterClientBody.safeParse(req.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        const field = String(issue.path[0] ?? "");
+        return oauthError(res, new OAuthProtocolError(field === "redirect_uris" ? "invalid_redirect_uri" : "invalid_client_metadata", `${issue.path.join(".") || "body"}: ${issue.message}`));
+      }
+      const client = await registerClient(ctx.db, parsed.data);
+      res.status(201).setHeader("Cache-Control", "no-store");
+      res.json({
+        client_id: client.id,
+        client_id_issued_at: Math.floor(client.createdAt.getTime() / 1000),
+        ...(client.name !== null ? { client_name: client.name } : {}),
+        redirect_uris: client.redirectUris,
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      });
+    })().catch((err: unknown) => (err instanceof OAuthProtocolError ? oauthError(res, err) : next(err)));
+  };
+
+  const authorize: RequestHandler = (req, res, next) => {
+    (async () => {
+      const q = req.query;
+      const clientId = param(q, "client_id");
+      const redirectUri = param(q, "redirect_uri");
+      let client;
+      try {
+        client = !clientId ? null : isMetadataDocumentId(clientId) ? await clientFromMetadataDocument(clientId, outbound) : await findClient(ctx.db, clientId);
+      } catch (err) {
+        if (!(err instanceof OAuthProtocolError)) throw err;
+        return sendProblem(res, ApiError.validation([{ path: "query.client_id", message: err.description }]));
+      }
+      if (!client) return sendProblem(res, ApiError.validation([{ path: "query.client_id", message: "no such client; register it at /v1/oauth/register" }]));
+      if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
+        return sendProblem(res, ApiError.validation([{ path: "query.redirect_uri", message: "must be exactly one of the client's registered redirect URIs" }]));
+      }
+      const state = param(q, "state") ?? null;
+      const refuse = (error: string, description: string) =>
+        res.redirect(302, clientRedirect({ redirectUri, state }, issuer, { error, error_description: description }));
+      if (state !== null && state.length > 1024) return refuse("invalid_request", "state is longer than 1024 characters.");
+      if (param(q, "response_type") !== "code") return refuse("unsupported_response_type", "Only response_type=code is supported.");
+      const challenge = param(q, "code_challenge");
+      if (param(q, "code_challenge_method") !== "S256" || !challenge || !PKCE_S256_CHALLENGE.test(challenge)) {
+        return refuse("invalid_request", "PKCE is required: code_challenge (43 base64url characters) with code_challenge_method=S256.");
+      }
+      const requestedResource = param(q, "resource");
+      if ("resource" in q && requestedResource !== resource) return refuse("invalid_target", `The only resource here is ${resource}.`);
+      const scopes = (param(q, "scope") ?? "mcp:read").split(" ").filter(Boolean);
+      const unknown = scopes.find((sc) => !(MCP_SCOPES as readonly string[]).includes(sc));
+      if (unknown || scopes.length === 0) return refuse("invalid_scope", `Scopes are ${MCP_SCOPES.join(" and ")}.`);
+      const sealed = signer.seal({ clientId: client.id, clientName: client.name, redirectUri, codeChallenge: challenge, scopes: [...new Set(scopes)], state, resource });
+      res.redirect(302, `${ctx.config.webUrl}${CONSENT_PATH}?request=${sealed}`);
+    })().catch(next);
+  };
+
+  const token: RequestHandler = (req, res, next) => {
+    (async () => {
+      const b = req.body as unknown;
+      const grantType = param(b, "grant_type");
+      let issued;
+      if (grantType === "authorization_code") {
+        const code = param(b, "code");
+        if (!code) throw new OAuthProtocolError("invalid_request", "code is required.");
+        issued = await exchangeCode(ctx.db, {
+          code,
+          codeVerifier: param(b, "code_verifier"),
+          redirectUri: param(b, "redirect_uri"),
+          clientId: param(b, "client_id"),
+          resource: param(b, "resource"),
+        });
+      } else if (grantType === "refresh_token") {
+        const rt = param(b, "refresh_token");
+        if (!rt) throw new OAuthProtocolError("invalid_request", "refresh_token is required.");
+        issued = await refresh(ctx.db, rt, param(b, "client_id"), param(b, "resource"));
+      } else {
+        throw new OAuthProtocolError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.");
+      }
+      res.setHeader("Cache-Control", "no-store");
+      res.setHeader("Pragma", "no-cache");
+      res.status(200).json(issued);
+    })().catch((err: unknown) => (err instanceof OAuthProtocolError ? oauthError(res, err) : next(err)));
+  };
+
+  return s.router(contract.oauth, {
+    register: { middleware: [publicCors, register], handler: unreachable },
+    // ts-rest types route middleware by the route's query; this one reads the raw query on purpose.
+    authorize: { middleware: [authorize as never], handler: unreachable },
+    token: { middleware: [publicCors, token], handler: unreachable },
+    listAuthorizations: async ({ res }) => {
+      const p = sessionOf(res);
+      return { status: 200, body: { data: await listGrants(ctx.db, p.workspaceId, p.userId) } };
+    },
+    revokeAuthorization: async ({ params, res }) => {
+      const p = sessionOf(res);
+      if (!(await revokeGrant(ctx.db, p.workspaceId, p.userId, params.id))) throw ApiError.notFound("authorization");
+      return { status: 204, body: undefined };
+    },
+  });
+}
