@@ -3,7 +3,7 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { Message as MessageView, RescheduleBody } from "../../contract/index.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import { MESSAGE_RELEASE } from "../../jobs/message-release.js";
+import { MESSAGE_RELEASE_JOB, type MessageReleasePayload } from "../../jobs/names.js";
 import { Connection } from "../connections/entities.js";
 import { recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
@@ -24,7 +24,7 @@ export class MessageLifecycle {
 
   /** Deferred sends wait for their job; called after the accepting transaction committed. */
   async scheduleRelease(messageId: string, at: Date): Promise<void> {
-    await this.jobs.agenda.schedule(at, MESSAGE_RELEASE, { message_id: messageId });
+    await this.jobs.agenda.schedule(at, MESSAGE_RELEASE_JOB, { message_id: messageId } satisfies MessageReleasePayload);
   }
 
   async cancel(workspaceId: string, id: string): Promise<MessageView> {
