@@ -15,7 +15,7 @@ import type { Logger } from "../logger.js";
 import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { decodeCursor, encodeCursor, filterFingerprint, type CursorPosition } from "../http/cursor.js";
 import { ApiError } from "../http/errors.js";
-import { fromRow } from "./dispatcher.js";
+import { messageFromRow } from "./store/row.js";
 import { messageView, timelineView } from "./view.js";
 
 export interface MessageFilters {
@@ -93,7 +93,7 @@ export async function getMessage(db: DataSource, workspaceId: string, id: string
 
 /** A message row joined with its connection's slug and number → the contract shape. */
 function rowView(row: Record<string, unknown>) {
-  return messageView(fromRow(row), row.connection_slug as string, (row.connection_phone as string | null) ?? null);
+  return messageView(messageFromRow(row), row.connection_slug as string, (row.connection_phone as string | null) ?? null);
 }
 
 /** How long a number check may take before the answer is "cannot say". */

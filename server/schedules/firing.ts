@@ -23,8 +23,9 @@ import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import type { AcceptInput, MessageSender } from "../messages/send.js";
+import { refusalText, sendRefusal } from "../messages/store/send-rules.js";
 import type { Schedule } from "./entities.js";
-import { usageShard } from "../workspace/usage.js";
+import { monthOutboundSql, usageShard } from "../workspace/usage.js";
 import { advance, type Progress } from "./recurrence.js";
 import { nextStatus, progressPatch, scheduleView } from "./service.js";
 
@@ -181,10 +182,7 @@ export class ScheduleFiring {
        )
        SELECT s.*, (run.schedule_id IS NOT NULL) AS fresh,
               p.name AS plan_name, p.scheduling AS plan_scheduling, p.messages_per_month AS plan_messages_per_month,
-              CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE (
-                SELECT COALESCE(sum(u.messages_outbound), 0)::int FROM usage_daily u
-                 WHERE u.workspace_id = s.workspace_id AND u.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date
-              ) END AS used_this_month,
+              CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE ${monthOutboundSql("s.workspace_id")} END AS used_this_month,
               c.id AS c_id, c.slug AS c_slug, c.name AS c_name, c.state AS c_state, c.linked AS c_linked, c.phone AS c_phone,
               c.transport AS c_transport, c.callback_nonce AS c_callback_nonce, c.callback_token_digest AS c_callback_token_digest,
               c.created_at AS c_created_at, c.updated_at AS c_updated_at
@@ -207,12 +205,21 @@ export class ScheduleFiring {
       const failure = { code: "invalid_message", message: "The schedule's message is no longer a valid send request." };
       return { fired: { claimed: c, counted: true, message: null, failure } };
     }
+    // Checked at the moment of sending, like a deferred send: the plan still includes scheduling,
+    // the connection is connected, the monthly allowance has room (counting this batch's messages).
+    const refusal = sendRefusal({
+      slug: body.data.connection,
+      connection: c.connection,
+      plan: c.plan,
+      used: c.usedThisMonth + (written.get(c.schedule.workspaceId) ?? 0),
+      later: true,
+      now: true,
+    });
+    const failure = refusal && { code: refusal.code, message: refusalText(refusal) };
     if (!c.connection) {
       // Nothing to attach a message to: the run and the event carry the reason.
-      const failure = { code: "connection_not_found", message: `No connection with slug ${body.data.connection} exists in the workspace.` };
       return { fired: { claimed: c, counted: true, message: null, failure } };
     }
-    const failure = refusal(c, written.get(c.schedule.workspaceId) ?? 0);
     written.set(c.schedule.workspaceId, (written.get(c.schedule.workspaceId) ?? 0) + 1);
     const input = { workspaceId: c.schedule.workspaceId, connection: c.connection, body: body.data, scheduleId: c.schedule.id, ...(failure ? { failure } : {}) };
     return { fired: { claimed: c, counted: true, message: null, failure }, input };
@@ -293,22 +300,6 @@ export class ScheduleFiring {
       ],
     );
   }
-}
-
-/**
- * Why the message cannot be sent now, checked at the moment of sending like a deferred send:
- * the plan still includes scheduling, the connection is connected, the monthly allowance has room.
- */
-function refusal(c: Claimed, writtenInBatch: number): Failure | null {
-  const { plan, connection } = c;
-  if (!plan.scheduling) return { code: "plan_required", message: `The ${plan.name} plan does not include scheduling.` };
-  if (connection && connection.state !== "connected") {
-    return { code: "connection_not_ready", message: `The connection ${connection.slug} is ${connection.state}, not connected.` };
-  }
-  if (plan.messagesPerMonth !== null && c.usedThisMonth + writtenInBatch >= plan.messagesPerMonth) {
-    return { code: "quota_exceeded", message: `The ${plan.name} plan allows ${plan.messagesPerMonth} messages a month.` };
-  }
-  return null;
 }
 
 function result(f: Fired): FireResult {
