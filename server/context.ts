@@ -84,7 +84,7 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
     providerCallbacks: new ProviderCallbackService(deps.db),
     schedules: new ScheduleService(deps.db, sender),
-    scheduleFiring: new ScheduleFiring(deps.db, sender, deps.logger),
+    scheduleFiring: new ScheduleFiring(deps.db, deps.logger),
     webhooks: new WebhookEndpointService(deps.db, {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,

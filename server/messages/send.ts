@@ -39,7 +39,7 @@ export class MessageSender {
   }
 
   /**
-   * Accepts a send in one statement (server/messages/send-batch.ts, shared with the sends that
+   * Accepts a send in one statement (store/accept.ts, batched by send-batch.ts with the sends that
    * arrive at the same time): it reads the connection, the Idempotency-Key's record and the
    * month's usage, and writes the message with everything that goes with it only when every rule
    * holds, so a refused send changes nothing. The decision is then read off what it found.
@@ -131,6 +131,15 @@ export class MessageSender {
     return this.db.getRepository(Connection).create(connectionFromRow(row!));
   }
 
+  /**
+   * Writes several accepted messages in one statement, inside the caller's transaction, without
+   * Idempotency-Key records (store/accept.ts; schedule firing calls the store directly). Kept as
+   * the sender's entry point for callers that hold a MessageSender.
+   */
+  acceptMany(em: EntityManager, inputs: AcceptInput[], usageShard: number): Promise<MessageView[]> {
+    return acceptMany(em, inputs, usageShard);
+  }
+
   /** The problem response of a refused send. */
   private async refusalError(principal: Principal, refusal: SendRefusal): Promise<ApiError> {
     switch (refusal.code) {
@@ -145,14 +154,6 @@ export class MessageSender {
       case "quota_exceeded":
         return new ApiError("quota_exceeded", refusalText(refusal), { retryAfter: secondsToNextMonth() });
     }
-  }
-
-  /**
-   * Writes several accepted messages in one statement, inside the caller's transaction (a batch
-   * of schedule fires); see store/accept.ts.
-   */
-  acceptMany(em: EntityManager, inputs: AcceptInput[], usageShard: number): Promise<MessageView[]> {
-    return acceptMany(em, inputs, usageShard);
   }
 }
 

@@ -3,9 +3,9 @@
 // one short transaction. For each schedule that transaction
 //   1. records the run (schedule_id, occurrence_at) — the primary key is the fire's idempotency
 //      key, so an occurrence that somehow comes round again is never sent twice;
-//   2. writes the message through the send path (MessageSender.accept, same transaction), or a
-//      `failed` message with the reason when it cannot be sent now (plan without scheduling,
-//      connection not connected, monthly allowance used);
+//   2. writes the message through the message store (the same writes as a send, same
+//      transaction), or a `failed` message with the reason the send rules give when it cannot be
+//      sent now (plan without scheduling, connection not connected, monthly allowance used);
 //   3. advances occurrences / next_run_at / status with advance() — once behind, it fires once
 //      and drops the backlog — and records schedule.fired (and schedule.completed) in the outbox.
 // A schedule's fire is therefore atomic: all of it commits or none. Batching is for throughput:
@@ -22,7 +22,7 @@ import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
-import type { AcceptInput, MessageSender } from "../messages/send.js";
+import { acceptMany, type AcceptInput } from "../messages/store/accept.js";
 import { refusalText, sendRefusal } from "../messages/store/send-rules.js";
 import type { Schedule } from "./entities.js";
 import { monthOutboundSql, usageShard } from "../workspace/usage.js";
@@ -81,7 +81,6 @@ export class ScheduleFiring {
 
   constructor(
     private readonly db: DataSource,
-    private readonly sender: MessageSender,
     private readonly logger: Logger,
   ) {}
 
@@ -132,7 +131,7 @@ export class ScheduleFiring {
       // One statement writes the batch's messages. It counts them on one usage shard, one row per
       // workspace taken in workspace order, so batches of one workspace run side by side without
       // deadlocking on usage rows.
-      const views = await this.sender.acceptMany(em, sends.map((s) => s.input), usageShard());
+      const views = await acceptMany(em, sends.map((s) => s.input), usageShard());
       sends.forEach((s, i) => (s.fired.message = views[i]!));
       if (fired.length) await this.finish(em, fired, now);
       return fired.map(result);
