@@ -7,6 +7,7 @@ import { MESSAGE_RELEASE_JOB, type MessageReleasePayload } from "../../jobs/name
 import { ApiError } from "../http/errors.js";
 import type { Logger } from "../logger.js";
 import { isValidTimeZone } from "../time-zones.js";
+import { sourcesOf } from "./status.js";
 import { dropHandOff, lockMessage, moveMessage, queueHandOff, type Locked } from "./store/moves.js";
 
 export class MessageLifecycle {
@@ -56,9 +57,10 @@ export class MessageLifecycle {
   async release(messageId: string): Promise<void> {
     const queued = await this.db.transaction(async (em) => {
       const locked = await lockMessage(em, messageId, null);
-      const message = locked?.message;
-      if (!locked || !message || message.status !== "scheduled" || !message.sendAt || message.sendAt.getTime() > Date.now() + 1000) return false;
-      const { connection } = locked;
+      if (!locked) return false;
+      const { message, connection } = locked;
+      // Released already (a job delivered twice), canceled, or moved to a later send_at.
+      if (!sourcesOf("release").includes(message.status) || !message.sendAt || message.sendAt.getTime() > Date.now() + 1000) return false;
       if (connection.state !== "connected") {
         const reason = `the connection ${connection.slug} was ${connection.state} when the message was due`;
         await moveMessage(em, locked, "expire", { errorCode: "connection_not_ready", errorMessage: reason, detail: reason });
