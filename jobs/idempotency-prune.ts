@@ -2,9 +2,8 @@
 // anything (a send with such a key takes the record over) and are removed every hour.
 import type { AppContext } from "../server/context.js";
 import { purgeExpiredIdempotencyKeys } from "../server/http/idempotency.js";
+import { IDEMPOTENCY_PRUNE_JOB } from "./names.js";
 import type { JobDefinition } from "./runner.js";
-
-export const IDEMPOTENCY_PRUNE_JOB = "idempotency.prune";
 
 export function idempotencyPruneJob(ctx: AppContext): JobDefinition<unknown> {
   return {

@@ -1,10 +1,11 @@
 // Every Agenda job of the gateway, defined in one place before the runner starts.
 import type { AppContext } from "../server/context.js";
 import { messageReleaseJob, scheduledSweepJob } from "./message-release.js";
-import { IDEMPOTENCY_PRUNE_JOB, idempotencyPruneJob } from "./idempotency-prune.js";
-import { OAUTH_PRUNE_JOB, oauthPruneJob } from "./oauth-prune.js";
+import { idempotencyPruneJob } from "./idempotency-prune.js";
+import { IDEMPOTENCY_PRUNE_JOB, MESSAGES_SWEEP_JOB, OAUTH_PRUNE_JOB, WEBHOOK_PRUNE_JOB } from "./names.js";
+import { oauthPruneJob } from "./oauth-prune.js";
 import { purgeConnectionJob } from "./purge-connection.js";
-import { WEBHOOK_PRUNE_JOB, webhookPruneJob } from "./webhook-prune.js";
+import { webhookPruneJob } from "./webhook-prune.js";
 import { webhookRetryJob } from "./webhook-retry.js";
 import { scheduleFireJobs, scheduleScheduleFiring } from "./schedule-fire.js";
 
@@ -21,7 +22,7 @@ export async function defineJobs(ctx: AppContext): Promise<void> {
 
 /** Recurring jobs, registered once the runner has started (Agenda keeps one row per name). */
 export async function scheduleRecurringJobs(ctx: AppContext): Promise<void> {
-  await ctx.jobs.agenda.every("1 minute", "messages.sweep-scheduled", {}, { skipImmediate: false } as never);
+  await ctx.jobs.agenda.every("1 minute", MESSAGES_SWEEP_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", WEBHOOK_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", IDEMPOTENCY_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", OAUTH_PRUNE_JOB, {}, { skipImmediate: false } as never);

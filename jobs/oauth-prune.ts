@@ -2,9 +2,8 @@
 // approvals never exchanged, expired codes and tokens (server/oauth/clients.ts says which).
 import type { AppContext } from "../server/context.js";
 import { pruneOAuth } from "../server/oauth/clients.js";
+import { OAUTH_PRUNE_JOB } from "./names.js";
 import type { JobDefinition } from "./runner.js";
-
-export const OAUTH_PRUNE_JOB = "oauth.prune";
 
 export function oauthPruneJob(ctx: AppContext): JobDefinition<unknown> {
   return {

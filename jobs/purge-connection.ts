@@ -2,14 +2,12 @@
 // cascade) and callback dedupe rows. Queued by the soft delete; idempotent, so Agenda running it
 // twice, or a later run after a crash half-way, finishes the same work. Messages go in batches so
 // a connection with millions of them never holds one huge transaction.
-import { z } from "zod";
 import type { DataSource } from "typeorm";
 import type { AppContext } from "../server/context.js";
 import { rows } from "../server/db/rows.js";
-import { CONNECTION_PURGE_JOB } from "../server/connections/service.js";
+import { CONNECTION_PURGE_JOB, ConnectionPurgePayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
 
-const Payload = z.object({ connection_id: z.string().min(1) });
 const BATCH = 5_000;
 
 export function purgeConnectionJob(ctx: AppContext): JobDefinition<unknown> {
@@ -18,7 +16,7 @@ export function purgeConnectionJob(ctx: AppContext): JobDefinition<unknown> {
     concurrency: 2,
     lockLifetimeMs: 10 * 60_000,
     async run(data) {
-      const { connection_id } = Payload.parse(data);
+      const { connection_id } = ConnectionPurgePayload.parse(data);
       await purgeConnection(ctx.db, connection_id);
     },
   };

@@ -6,6 +6,7 @@
 // schedule would cap a burst near Agenda's own throughput (stack-notes: ~740 jobs/s) and need its
 // jobs kept in step with pause, resume and cancel; the table as the queue has neither problem.
 import type { AppContext } from "../server/context.js";
+import { scheduleFireJobName } from "./names.js";
 import type { JobDefinition } from "./runner.js";
 
 /** Recurring lanes; each may run on a different process. */
@@ -16,10 +17,6 @@ const EMBEDDED_LANES = 1;
 export const SCHEDULE_FIRE_INTERVAL = "3 seconds";
 /** A lane run stops claiming after this long and leaves the rest to the next run. */
 const RUN_BUDGET_MS = 10_000;
-
-export function scheduleFireJobName(lane: number): string {
-  return `schedules.fire-due.${lane}`;
-}
 
 function lanes(ctx: AppContext): number {
   return ctx.config.databaseUrl ? SCHEDULE_FIRE_LANES : EMBEDDED_LANES;

@@ -5,8 +5,8 @@ import type { DataSource } from "typeorm";
 import type { AppContext } from "../server/context.js";
 import type { JobDefinition } from "./runner.js";
 import { rows } from "../server/db/rows.js";
+import { WEBHOOK_PRUNE_JOB } from "./names.js";
 
-export const WEBHOOK_PRUNE_JOB = "webhooks.prune";
 export const DELIVERY_RETENTION_DAYS = 30;
 const BATCH = 5_000;
 

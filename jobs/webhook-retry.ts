@@ -4,13 +4,9 @@
 // worker loop already took, is left alone. Agenda delivers at least once and the claim makes a
 // second run a no-op; a job that was never created is covered by the worker loop, which takes any
 // retry more than a minute overdue (server/webhooks/delivery.ts).
-import { z } from "zod";
 import type { AppContext } from "../server/context.js";
+import { WEBHOOK_RETRY_JOB, WebhookRetryPayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
-
-export const WEBHOOK_RETRY_JOB = "webhook.retry";
-
-const Payload = z.object({ delivery_id: z.string().min(1).max(64) });
 
 export function webhookRetryJob(ctx: AppContext): JobDefinition<unknown> {
   return {
@@ -20,15 +16,9 @@ export function webhookRetryJob(ctx: AppContext): JobDefinition<unknown> {
     lockLifetimeMs: 60_000,
     removeOnComplete: true,
     async run(data) {
-      const { delivery_id } = Payload.parse(data);
+      const { delivery_id } = WebhookRetryPayload.parse(data);
       await ctx.services.webhookDeliverer.attemptDue(delivery_id);
     },
   };
 }
 
-/** How a failed attempt's retry is scheduled: one job at the delivery's next_attempt_at. */
-export function scheduleWebhookRetry(jobs: AppContext["jobs"]) {
-  return async (deliveryId: string, at: Date): Promise<void> => {
-    await jobs.agenda.schedule(at, WEBHOOK_RETRY_JOB, { delivery_id: deliveryId });
-  };
-}

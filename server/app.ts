@@ -55,9 +55,10 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
-  let openapi: Promise<unknown> | undefined;
+  let openapi: Promise<Record<string, unknown>> | undefined;
   const openapiDocument = () => {
-    openapi ??= import("./openapi/document.js").then((m) => m.buildOpenApiDocument({ serverUrl: ctx.config.baseUrl }));
+    // The contract types the document as a JSON object; OpenAPIObject is one, without an index signature.
+    openapi ??= import("./openapi/document.js").then((m) => ({ ...m.buildOpenApiDocument({ serverUrl: ctx.config.baseUrl }) }));
     openapi.catch(() => (openapi = undefined));
     return openapi;
   };
@@ -76,7 +77,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
       openapi: async () => ({ status: 200, body: await openapiDocument() }),
       providerCallback: providerCallbackHandler(ctx),
     },
-  } as never);
+  });
 
   createExpressEndpoints(contract, router, app, {
     logInitialization: false,
@@ -116,14 +117,21 @@ const notImplementedHandler = async (): Promise<never> => {
   throw new ApiError("not_implemented", "This operation is specified and validated but not built yet.");
 };
 
-/** Routes whose behaviour belongs to later work: authenticated and validated, then 501. */
-function notImplemented(router: AppRouter): Record<string, unknown> {
+/** A handler for every route of `T` that answers 501: it never returns, so it fits every route. */
+type NotImplemented<T extends AppRouter> = { [K in keyof T]: T[K] extends AppRoute ? typeof notImplementedHandler : T[K] extends AppRouter ? NotImplemented<T[K]> : never };
+
+/**
+ * Routes whose behaviour belongs to later work: authenticated and validated, then 501. Typed per
+ * route group, so ts-rest still checks that the contract's every route has a handler; a route
+ * without `metadata.notImplemented` given here fails at start rather than answering 501 by mistake.
+ */
+function notImplemented<T extends AppRouter>(router: T): NotImplemented<T> {
   return Object.fromEntries(
     Object.entries(router).map(([key, route]) => {
       if (!isAppRoute(route)) return [key, notImplemented(route)];
-      const meta = (route as AppRoute).metadata as RouteMetadata | undefined;
+      const meta = route.metadata as RouteMetadata | undefined;
       if (!meta?.notImplemented) throw new Error(`route ${key} has no implementation`);
       return [key, notImplementedHandler];
     }),
-  );
+  ) as NotImplemented<T>;
 }

@@ -21,7 +21,7 @@ import { ScheduleService } from "./schedules/service.js";
 import { WebhookDeliverer } from "./webhooks/delivery.js";
 import { WebhookFanout } from "./webhooks/fanout.js";
 import { WebhookEndpointService } from "./webhooks/service.js";
-import { scheduleWebhookRetry } from "../jobs/webhook-retry.js";
+import { WEBHOOK_RETRY_JOB, type WebhookRetryPayload } from "../jobs/names.js";
 
 export interface AppContext {
   config: Config;
@@ -69,7 +69,10 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     allowPrivate: deps.config.webhooks.allowPrivate,
     timeoutMs: deps.config.webhooks.timeoutMs,
     ...(deps.config.webhooks.retryScheduleMs ? { retryScheduleMs: deps.config.webhooks.retryScheduleMs } : {}),
-    scheduleRetry: scheduleWebhookRetry(deps.jobs),
+    // One job at the delivery's next_attempt_at (jobs/webhook-retry.ts).
+    scheduleRetry: async (deliveryId, at) => {
+      await deps.jobs.agenda.schedule(at, WEBHOOK_RETRY_JOB, { delivery_id: deliveryId } satisfies WebhookRetryPayload);
+    },
   });
   return {
     sender,
@@ -81,7 +84,7 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
     providerCallbacks: new ProviderCallbackService(deps.db),
     schedules: new ScheduleService(deps.db, sender),
-    scheduleFiring: new ScheduleFiring(deps.db, sender, deps.logger),
+    scheduleFiring: new ScheduleFiring(deps.db, deps.logger),
     webhooks: new WebhookEndpointService(deps.db, {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,

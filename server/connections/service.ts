@@ -4,6 +4,7 @@
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, QueryFailedError, type DataSource, type EntityManager } from "typeorm";
 import type { Connection as ConnectionView, CreateConnectionBody } from "../../contract/index.js";
+import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Config } from "../config.js";
 import { rows } from "../db/rows.js";
@@ -21,7 +22,6 @@ import { allowedFrom, eventForChange, nextState, type ConnectionAction } from ".
 /** Pairing grants live 60 seconds (product.md). */
 export const PAIRING_GRANT_TTL_MS = 60_000;
 /** The Agenda job that removes a deleted connection's data (jobs/purge-connection.ts). */
-export const CONNECTION_PURGE_JOB = "connection.purge";
 /** Engine calls made on the user's behalf but not essential to the answer wait at most this long. */
 const BEST_EFFORT_TIMEOUT_MS = 5_000;
 
@@ -151,7 +151,7 @@ export class ConnectionService {
     const engine = this.engines.get(deleted.transport);
     if (engine) await this.bestEffort("logout", deleted, (c) => engine.logout(c));
     try {
-      await this.jobs.agenda.now(CONNECTION_PURGE_JOB, { connection_id: deleted.id });
+      await this.jobs.agenda.now(CONNECTION_PURGE_JOB, { connection_id: deleted.id } satisfies ConnectionPurgePayload);
     } catch (err) {
       // The connection is already gone for every reader; its rows wait for the next purge.
       this.logger.error({ err, connection_id: deleted.id }, "could not queue the connection purge");

@@ -7,12 +7,10 @@ import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
 import { EngineError, type EngineRegistry } from "../engines/engine.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
-import type { Message } from "./entities.js";
-import { messageView } from "./view.js";
+import { dropHandOffs, markSubmitting, recordFailed, recordRetry, recordSubmitted } from "./store/handoff.js";
 
 const BATCH = 200;
 const IDLE_POLL_MS = 250;
@@ -143,29 +141,10 @@ export class MessageDispatcher {
 
   /** Hands off claimed messages of one connection, in their order. */
   private async handOff(claims: Claimed[]): Promise<void> {
-    // Mark the attempts and read the connection, in one round trip; a message canceled meanwhile
-    // has lost its queue row and is skipped.
-    const marked = await rows<Record<string, unknown> & { m_id: string; attempts: number } & Pick<Message, "recipient" | "body" | "media" | "location">>(
-      this.db,
-      `WITH v AS (
-         SELECT * FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS v(id, attempts, n)
-       ), m AS (
-         UPDATE messages t SET status = 'submitting', updated_at = now()
-           FROM v
-          WHERE t.id = v.id AND t.status IN ('scheduled', 'accepted', 'queued', 'submitting')
-            AND EXISTS (SELECT 1 FROM dispatch_queue q WHERE q.message_id = v.id)
-          RETURNING t.id, t.recipient, t.body, t.media, t.location, v.attempts, v.n
-       ), t AS (
-         INSERT INTO message_timeline (message_id, status, detail)
-         SELECT id, 'submitting', CASE WHEN attempts > 1 THEN 'attempt ' || attempts END FROM m ORDER BY n
-       )
-       SELECT c.*, m.id AS m_id, m.attempts, m.recipient, m.body, m.media, m.location
-         FROM m LEFT JOIN connections c ON c.id = $3
-        ORDER BY m.n`,
-      [claims.map((c) => c.message_id), claims.map((c) => c.attempts), claims[0]!.connection_id],
-    );
+    // Mark the attempts and read the connection, in one round trip.
+    const marked = await markSubmitting(this.db, claims.map((c) => ({ messageId: c.message_id, attempts: c.attempts })), claims[0]!.connection_id);
     const skipped = claims.map((c) => c.message_id).filter((id) => !marked.some((m) => m.m_id === id));
-    if (skipped.length) await this.db.query(`DELETE FROM dispatch_queue WHERE message_id = ANY($1)`, [skipped]);
+    if (skipped.length) await dropHandOffs(this.db, skipped);
     if (!marked.length) return;
     const connection = marked[0]!.id ? this.db.getRepository(Connection).create(connectionFromRow(marked[0]!)) : null;
     const engine = connection ? this.engines.get(connection.transport) : undefined;
@@ -185,7 +164,7 @@ export class MessageDispatcher {
       outcomes = marked.map(() => engineError(err));
     }
     const submitted = marked.flatMap((m, i) => (outcomes[i] instanceof EngineError ? [] : [{ id: m.m_id, providerMessageId: outcomes[i]!.providerMessageId }]));
-    if (submitted.length) await this.recordSubmitted(submitted);
+    if (submitted.length) await recordSubmitted(this.db, submitted);
     for (const [i, m] of marked.entries()) {
       const e = outcomes[i];
       if (!(e instanceof EngineError)) continue;
@@ -194,83 +173,14 @@ export class MessageDispatcher {
     }
   }
 
-  private async recordSubmitted(submitted: { id: string; providerMessageId: string }[]): Promise<void> {
-    // A fast engine may have reported `sent` already: never move the status back.
-    await this.db.query(
-      `WITH v AS (
-         SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS v(id, provider_message_id, n)
-       ), m AS (
-         UPDATE messages t SET status = CASE WHEN t.status = 'submitting' THEN 'submitted' ELSE t.status END,
-                               provider_message_id = v.provider_message_id, updated_at = now()
-           FROM v WHERE t.id = v.id RETURNING t.id, v.n
-       ), t AS (
-         INSERT INTO message_timeline (message_id, status, detail) SELECT id, 'submitted', NULL FROM m ORDER BY n
-       )
-       DELETE FROM dispatch_queue WHERE message_id = ANY($1)`,
-      [submitted.map((s) => s.id), submitted.map((s) => s.providerMessageId)],
-    );
-  }
-
   private async recordRetry(messageId: string, attempts: number, e: EngineError): Promise<void> {
     const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempts - 1)) * (0.75 + Math.random() * 0.5);
-    await this.db.query(
-      `WITH q AS (
-         UPDATE dispatch_queue SET available_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3
-          WHERE message_id = $1
-       ), m AS (
-         UPDATE messages SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'submitting' RETURNING id
-       )
-       INSERT INTO message_timeline (message_id, status, detail) SELECT id, 'queued', $4 FROM m`,
-      [messageId, String(Math.round(backoff)), e.message, `retrying after ${e.code}: ${e.message}`],
-    );
+    await recordRetry(this.db, messageId, backoff, e.message, `retrying after ${e.code}: ${e.message}`);
   }
 
   private async recordFailed(messageId: string, e: EngineError, connection: Connection | null): Promise<void> {
-    await this.db.transaction(async (em) => {
-      const [updated] = await rows(
-        em,
-        `UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
-          WHERE id = $1 AND status IN ('submitting', 'queued') RETURNING *`,
-        [messageId, e.code, e.message],
-      );
-      if (updated && connection) {
-        const event = buildEvent({ workspaceId: connection.workspaceId, type: "message.failed", connection, data: messageView(fromRow(updated), connection.slug) });
-        await em.query(
-          `WITH t AS (INSERT INTO message_timeline (message_id, status, detail) VALUES ($1, 'failed', $2))
-           INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($3, $4, $5, $6, $7::jsonb, $8)`,
-          [messageId, `${e.code}: ${e.message}`, ...eventParams(event)],
-        );
-      }
-      await em.query(`DELETE FROM dispatch_queue WHERE message_id = $1`, [messageId]);
-    });
+    await recordFailed(this.db, messageId, { code: e.code, message: e.message }, connection);
   }
-}
-
-/** Raw row (snake_case) → entity, for rows returned by hand-written SQL. */
-export function fromRow(r: Record<string, unknown>): Message {
-  return {
-    id: r.id as string,
-    workspaceId: r.workspace_id as string,
-    connectionId: r.connection_id as string,
-    direction: r.direction as Message["direction"],
-    status: r.status as Message["status"],
-    recipient: r.recipient as Message["recipient"],
-    sender: (r.sender as string | null) ?? null,
-    body: (r.body as string | null) ?? null,
-    media: (r.media as Message["media"]) ?? null,
-    location: (r.location as Message["location"]) ?? null,
-    context: (r.context as Message["context"]) ?? null,
-    metadata: (r.metadata as Message["metadata"]) ?? null,
-    contextSensitivity: (r.context_sensitivity as Message["contextSensitivity"]) ?? null,
-    sendAt: (r.send_at as Date | null) ?? null,
-    timezone: (r.timezone as string | null) ?? null,
-    providerMessageId: (r.provider_message_id as string | null) ?? null,
-    errorCode: (r.error_code as string | null) ?? null,
-    errorMessage: (r.error_message as string | null) ?? null,
-    scheduleId: (r.schedule_id as string | null) ?? null,
-    createdAt: r.created_at as Date,
-    updatedAt: r.updated_at as Date,
-  };
 }
 
 function engineError(err: unknown): EngineError {

@@ -28,7 +28,8 @@ import type { DataSource } from "typeorm";
 import type { ExportMessagesQuery } from "../../contract/index.js";
 import { pooledRows } from "../db/pooled.js";
 import type { CursorPosition } from "../http/cursor.js";
-import { MICROSECOND_INSTANT, messageFilterSql } from "./reads.js";
+import { MICROSECOND_INSTANT } from "../db/instant.js";
+import { messageFilterSql } from "./reads.js";
 
 export const EXPORT_COLUMNS = [
   "id",

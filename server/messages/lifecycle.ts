@@ -1,17 +1,14 @@
 // What happens to a message between acceptance and hand-off: cancel, reschedule, and the release
-// of a deferred send when its time comes. Status moves go through status.ts.
+// of a deferred send when its time comes. The moves are written by the store (store/moves.ts).
 import type { DataSource, EntityManager } from "typeorm";
 import type { Message as MessageView, RescheduleBody } from "../../contract/index.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import { MESSAGE_RELEASE } from "../../jobs/message-release.js";
-import { Connection } from "../connections/entities.js";
-import { recordEvent } from "../events/record.js";
+import { MESSAGE_RELEASE_JOB, type MessageReleasePayload } from "../../jobs/names.js";
 import { ApiError } from "../http/errors.js";
 import type { Logger } from "../logger.js";
-import { isValidTimeZone } from "../schedules/recurrence.js";
-import { Message, TimelineEntry } from "./entities.js";
-import { canMove, CANCELABLE } from "./status.js";
-import { messageView } from "./view.js";
+import { isValidTimeZone } from "../time-zones.js";
+import { sourcesOf } from "./status.js";
+import { dropHandOff, lockMessage, moveMessage, queueHandOff, type Locked } from "./store/moves.js";
 
 export class MessageLifecycle {
   constructor(
@@ -24,18 +21,19 @@ export class MessageLifecycle {
 
   /** Deferred sends wait for their job; called after the accepting transaction committed. */
   async scheduleRelease(messageId: string, at: Date): Promise<void> {
-    await this.jobs.agenda.schedule(at, MESSAGE_RELEASE, { message_id: messageId });
+    await this.jobs.agenda.schedule(at, MESSAGE_RELEASE_JOB, { message_id: messageId } satisfies MessageReleasePayload);
   }
 
   async cancel(workspaceId: string, id: string): Promise<MessageView> {
     return this.db.transaction(async (em) => {
-      const { message, slug } = await this.lock(em, workspaceId, id);
-      if (!CANCELABLE.includes(message.status)) {
-        throw ApiError.invalidState(`The message is ${message.status}: it was already handed to the provider and cannot be canceled.`);
-      }
+      const locked = await this.lock(em, workspaceId, id);
       // The dispatcher marks `submitting` under this row's lock, so holding it settles the race.
-      await em.query(`DELETE FROM dispatch_queue WHERE message_id = $1`, [id]);
-      return this.move(em, message, slug, "canceled", null);
+      const view = await moveMessage(em, locked, "cancel");
+      if (!view) {
+        throw ApiError.invalidState(`The message is ${locked.message.status}: it was already handed to the provider and cannot be canceled.`);
+      }
+      await dropHandOff(em, id);
+      return view;
     });
   }
 
@@ -45,14 +43,11 @@ export class MessageLifecycle {
     }
     const sendAt = new Date(input.send_at);
     const view = await this.db.transaction(async (em) => {
-      const { message, slug } = await this.lock(em, workspaceId, id);
-      if (message.status !== "scheduled") throw ApiError.invalidState(`The message is ${message.status}, no longer scheduled.`);
-      message.sendAt = sendAt;
-      if (input.timezone !== undefined) message.timezone = input.timezone;
-      message.updatedAt = new Date();
-      await em.update(Message, { id }, { sendAt, timezone: message.timezone, updatedAt: message.updatedAt });
-      await em.insert(TimelineEntry, { messageId: id, status: "scheduled", detail: `rescheduled to ${sendAt.toISOString()}` });
-      return messageView(message, slug);
+      const locked = await this.lock(em, workspaceId, id);
+      const patch = { sendAt, detail: `rescheduled to ${sendAt.toISOString()}`, ...(input.timezone !== undefined ? { timezone: input.timezone } : {}) };
+      const moved = await moveMessage(em, locked, "reschedule", patch);
+      if (!moved) throw ApiError.invalidState(`The message is ${locked.message.status}, no longer scheduled.`);
+      return moved;
     });
     await this.scheduleRelease(id, sendAt);
     return view;
@@ -61,18 +56,18 @@ export class MessageLifecycle {
   /** Moves a due scheduled message to the hand-off queue; a no-op when it is not (yet) due. */
   async release(messageId: string): Promise<void> {
     const queued = await this.db.transaction(async (em) => {
-      const message = await em.findOne(Message, { where: { id: messageId }, lock: { mode: "pessimistic_write" } });
-      if (!message || message.status !== "scheduled" || !message.sendAt || message.sendAt.getTime() > Date.now() + 1000) return false;
-      const connection = await em.findOneByOrFail(Connection, { id: message.connectionId });
+      const locked = await lockMessage(em, messageId, null);
+      if (!locked) return false;
+      const { message, connection } = locked;
+      // Released already (a job delivered twice), canceled, or moved to a later send_at.
+      if (!sourcesOf("release").includes(message.status) || !message.sendAt || message.sendAt.getTime() > Date.now() + 1000) return false;
       if (connection.state !== "connected") {
-        message.errorCode = "connection_not_ready";
-        message.errorMessage = `the connection ${connection.slug} was ${connection.state} when the message was due`;
-        await this.move(em, message, connection.slug, "failed", message.errorMessage);
+        const reason = `the connection ${connection.slug} was ${connection.state} when the message was due`;
+        await moveMessage(em, locked, "expire", { errorCode: "connection_not_ready", errorMessage: reason, detail: reason });
         return false;
       }
-      await em.query(`INSERT INTO dispatch_queue (message_id, connection_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [message.id, connection.id]);
-      await this.move(em, message, connection.slug, "queued", null);
-      return true;
+      await queueHandOff(em, message);
+      return (await moveMessage(em, locked, "release")) !== null;
     });
     if (queued) this.onQueued();
   }
@@ -88,22 +83,9 @@ export class MessageLifecycle {
     return due.length;
   }
 
-  private async lock(em: EntityManager, workspaceId: string, id: string): Promise<{ message: Message; slug: string }> {
-    const message = await em.findOne(Message, { where: { id, workspaceId, direction: "outbound" }, lock: { mode: "pessimistic_write" } });
-    if (!message) throw ApiError.notFound("message");
-    const connection = await em.findOneByOrFail(Connection, { id: message.connectionId });
-    return { message, slug: connection.slug };
-  }
-
-  /** Applies one status move with its timeline entry and event, inside the caller's transaction. */
-  private async move(em: EntityManager, message: Message, slug: string, to: "queued" | "canceled" | "failed", detail: string | null): Promise<MessageView> {
-    if (!canMove(message.status, to)) throw ApiError.invalidState(`A ${message.status} message cannot become ${to}.`);
-    message.status = to;
-    message.updatedAt = new Date();
-    await em.update(Message, { id: message.id }, { status: to, updatedAt: message.updatedAt, errorCode: message.errorCode, errorMessage: message.errorMessage });
-    await em.insert(TimelineEntry, { messageId: message.id, status: to, detail });
-    const view = messageView(message, slug);
-    await recordEvent(em, { workspaceId: message.workspaceId, type: `message.${to}`, connection: { id: message.connectionId, slug }, data: view });
-    return view;
+  private async lock(em: EntityManager, workspaceId: string, id: string): Promise<Locked> {
+    const locked = await lockMessage(em, id, workspaceId);
+    if (!locked) throw ApiError.notFound("message");
+    return locked;
   }
 }

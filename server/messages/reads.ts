@@ -9,14 +9,14 @@ import { IsNull, type DataSource } from "typeorm";
 import type { ListMessagesQuery, MessagePage, MessageWithTimeline, NumberCheck, NumberCheckQuery } from "../../contract/index.js";
 import { Connection } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
-import type { AppContext } from "../context.js";
+import type { Config } from "../config.js";
+import type { EngineRegistry } from "../engines/engine.js";
+import type { Logger } from "../logger.js";
+import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { decodeCursor, encodeCursor, filterFingerprint, type CursorPosition } from "../http/cursor.js";
 import { ApiError } from "../http/errors.js";
-import { fromRow } from "./dispatcher.js";
+import { messageFromRow } from "./store/row.js";
 import { messageView, timelineView } from "./view.js";
-
-/** to_char pattern of an exact (microsecond) UTC instant, e.g. 2024-11-22T10:00:00.123456Z. */
-export const MICROSECOND_INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
 export interface MessageFilters {
   /** Slug of a live connection of the workspace; a slug that names none matches no message. */
@@ -93,7 +93,7 @@ export async function getMessage(db: DataSource, workspaceId: string, id: string
 
 /** A message row joined with its connection's slug and number → the contract shape. */
 function rowView(row: Record<string, unknown>) {
-  return messageView(fromRow(row), row.connection_slug as string, (row.connection_phone as string | null) ?? null);
+  return messageView(messageFromRow(row), row.connection_slug as string, (row.connection_phone as string | null) ?? null);
 }
 
 /** How long a number check may take before the answer is "cannot say". */
@@ -105,7 +105,7 @@ export const NUMBER_CHECK_TIMEOUT_MS = 10_000;
  * no such engine, the connection is not connected, the engine fails or is too slow.
  */
 export async function checkNumber(
-  ctx: Pick<AppContext, "db" | "engines" | "config" | "logger">,
+  ctx: { db: DataSource; engines: EngineRegistry; config: Config; logger: Logger },
   workspaceId: string,
   input: NumberCheckQuery,
 ): Promise<NumberCheck> {

@@ -1,5 +1,7 @@
-// The message status lifecycle of product.md, as data. Every status change in the project goes
-// through `transition()`; nothing else decides whether a move is allowed.
+// The message status lifecycle of product.md, as data. NEXT says which moves exist; ACTIONS names
+// what the gateway does to a message and the statuses each applies from, checked against NEXT when
+// this module loads. The store (server/messages/store/) writes every move with the statuses it
+// reads here, and provider reports are decided by `transition()`: nothing else decides a move.
 import type { MessageStatus } from "../../contract/index.js";
 
 /** Progress order. A status never moves to a lower rank; failed/canceled are terminal. */
@@ -18,11 +20,13 @@ const RANK: Record<MessageStatus, number> = {
 
 /** Allowed moves. Skipping forward is allowed (a `read` receipt may arrive before `delivered`). */
 const NEXT: Record<MessageStatus, readonly MessageStatus[]> = {
-  scheduled: ["accepted", "queued", "failed", "canceled"],
+  // rescheduling keeps a message scheduled
+  scheduled: ["scheduled", "accepted", "queued", "failed", "canceled"],
   accepted: ["queued", "submitting", "failed", "canceled"],
   queued: ["submitting", "failed", "canceled"],
-  // a crashed hand-off is retried: submitting may go back to queued
-  submitting: ["queued", "submitted", "sent", "delivered", "read", "failed"],
+  // a crashed hand-off is retried: submitting may go back to queued, or be marked again by the
+  // dispatcher that claims it after the lock expired
+  submitting: ["queued", "submitting", "submitted", "sent", "delivered", "read", "failed"],
   submitted: ["sent", "delivered", "read", "failed"],
   sent: ["delivered", "read", "failed"],
   delivered: ["read"],
@@ -33,6 +37,40 @@ const NEXT: Record<MessageStatus, readonly MessageStatus[]> = {
 
 export const CANCELABLE: readonly MessageStatus[] = ["scheduled", "accepted", "queued"];
 export const TERMINAL: readonly MessageStatus[] = ["read", "failed", "canceled"];
+
+/** What the gateway does to a message, each from the statuses it applies to, to one status. */
+export type MessageAction = "markSubmitting" | "recordSubmitted" | "recordRetry" | "recordFailed" | "cancel" | "reschedule" | "release" | "expire";
+
+const ACTIONS: Record<MessageAction, { from: readonly MessageStatus[]; to: MessageStatus }> = {
+  /** The dispatcher hands a claimed message to its engine. */
+  markSubmitting: { from: ["accepted", "queued", "submitting"], to: "submitting" },
+  /** The engine took it. A report may have moved it further already: then only the id is kept. */
+  recordSubmitted: { from: ["submitting"], to: "submitted" },
+  /** The engine failed transiently: back to the queue, with a backoff. */
+  recordRetry: { from: ["submitting"], to: "queued" },
+  /** The engine failed for good, or too often. */
+  recordFailed: { from: ["queued", "submitting"], to: "failed" },
+  cancel: { from: CANCELABLE, to: "canceled" },
+  reschedule: { from: ["scheduled"], to: "scheduled" },
+  /** A deferred send's time has come. */
+  release: { from: ["scheduled"], to: "queued" },
+  /** A deferred send's time has come and its connection cannot send. */
+  expire: { from: ["scheduled"], to: "failed" },
+};
+
+for (const [action, { from, to }] of Object.entries(ACTIONS)) {
+  for (const f of from) if (!NEXT[f].includes(to)) throw new Error(`message action ${action}: ${f} → ${to} is not a move of the lifecycle`);
+}
+
+/** The statuses `action` applies from (for SQL guards: `status = ANY(...)`). */
+export function sourcesOf(action: MessageAction): readonly MessageStatus[] {
+  return ACTIONS[action].from;
+}
+
+/** The status `action` moves a message to. */
+export function targetOf(action: MessageAction): MessageStatus {
+  return ACTIONS[action].to;
+}
 
 export type TransitionResult =
   /** Apply the new status. */

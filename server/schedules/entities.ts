@@ -24,13 +24,3 @@ export class Schedule {
   @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
 }
 
-/** One fired occurrence. The primary key makes a second fire of the same occurrence impossible. */
-@Entity("schedule_runs")
-export class ScheduleRun {
-  @PrimaryColumn({ type: "text", name: "schedule_id" }) scheduleId!: string;
-  @PrimaryColumn({ type: "timestamptz", name: "occurrence_at" }) occurrenceAt!: Date;
-  @Column({ type: "text", name: "message_id", nullable: true }) messageId!: string | null;
-  @Column({ type: "text", name: "error_code", nullable: true }) errorCode!: string | null;
-  @Column({ type: "timestamptz", name: "fired_at", default: () => "now()" }) firedAt!: Date;
-  @Column({ type: "text", name: "fired_by" }) firedBy!: string;
-}

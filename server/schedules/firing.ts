@@ -3,9 +3,9 @@
 // one short transaction. For each schedule that transaction
 //   1. records the run (schedule_id, occurrence_at) — the primary key is the fire's idempotency
 //      key, so an occurrence that somehow comes round again is never sent twice;
-//   2. writes the message through the send path (MessageSender.accept, same transaction), or a
-//      `failed` message with the reason when it cannot be sent now (plan without scheduling,
-//      connection not connected, monthly allowance used);
+//   2. writes the message through the message store (the same writes as a send, same
+//      transaction), or a `failed` message with the reason the send rules give when it cannot be
+//      sent now (plan without scheduling, connection not connected, monthly allowance used);
 //   3. advances occurrences / next_run_at / status with advance() — once behind, it fires once
 //      and drops the backlog — and records schedule.fired (and schedule.completed) in the outbox.
 // A schedule's fire is therefore atomic: all of it commits or none. Batching is for throughput:
@@ -22,9 +22,10 @@ import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
-import type { AcceptInput, MessageSender } from "../messages/send.js";
+import { acceptMany, type AcceptInput } from "../messages/store/accept.js";
+import { refusalText, sendRefusal } from "../messages/store/send-rules.js";
 import type { Schedule } from "./entities.js";
-import { usageShard } from "../workspace/usage.js";
+import { monthOutboundSql, usageShard } from "../workspace/usage.js";
 import { advance, type Progress } from "./recurrence.js";
 import { nextStatus, progressPatch, scheduleView } from "./service.js";
 
@@ -80,7 +81,6 @@ export class ScheduleFiring {
 
   constructor(
     private readonly db: DataSource,
-    private readonly sender: MessageSender,
     private readonly logger: Logger,
   ) {}
 
@@ -131,7 +131,7 @@ export class ScheduleFiring {
       // One statement writes the batch's messages. It counts them on one usage shard, one row per
       // workspace taken in workspace order, so batches of one workspace run side by side without
       // deadlocking on usage rows.
-      const views = await this.sender.acceptMany(em, sends.map((s) => s.input), usageShard());
+      const views = await acceptMany(em, sends.map((s) => s.input), usageShard());
       sends.forEach((s, i) => (s.fired.message = views[i]!));
       if (fired.length) await this.finish(em, fired, now);
       return fired.map(result);
@@ -181,10 +181,7 @@ export class ScheduleFiring {
        )
        SELECT s.*, (run.schedule_id IS NOT NULL) AS fresh,
               p.name AS plan_name, p.scheduling AS plan_scheduling, p.messages_per_month AS plan_messages_per_month,
-              CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE (
-                SELECT COALESCE(sum(u.messages_outbound), 0)::int FROM usage_daily u
-                 WHERE u.workspace_id = s.workspace_id AND u.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date
-              ) END AS used_this_month,
+              CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE ${monthOutboundSql("s.workspace_id")} END AS used_this_month,
               c.id AS c_id, c.slug AS c_slug, c.name AS c_name, c.state AS c_state, c.linked AS c_linked, c.phone AS c_phone,
               c.transport AS c_transport, c.callback_nonce AS c_callback_nonce, c.callback_token_digest AS c_callback_token_digest,
               c.created_at AS c_created_at, c.updated_at AS c_updated_at
@@ -207,12 +204,21 @@ export class ScheduleFiring {
       const failure = { code: "invalid_message", message: "The schedule's message is no longer a valid send request." };
       return { fired: { claimed: c, counted: true, message: null, failure } };
     }
+    // Checked at the moment of sending, like a deferred send: the plan still includes scheduling,
+    // the connection is connected, the monthly allowance has room (counting this batch's messages).
+    const refusal = sendRefusal({
+      slug: body.data.connection,
+      connection: c.connection,
+      plan: c.plan,
+      used: c.usedThisMonth + (written.get(c.schedule.workspaceId) ?? 0),
+      later: true,
+      now: true,
+    });
+    const failure = refusal && { code: refusal.code, message: refusalText(refusal) };
     if (!c.connection) {
       // Nothing to attach a message to: the run and the event carry the reason.
-      const failure = { code: "connection_not_found", message: `No connection with slug ${body.data.connection} exists in the workspace.` };
       return { fired: { claimed: c, counted: true, message: null, failure } };
     }
-    const failure = refusal(c, written.get(c.schedule.workspaceId) ?? 0);
     written.set(c.schedule.workspaceId, (written.get(c.schedule.workspaceId) ?? 0) + 1);
     const input = { workspaceId: c.schedule.workspaceId, connection: c.connection, body: body.data, scheduleId: c.schedule.id, ...(failure ? { failure } : {}) };
     return { fired: { claimed: c, counted: true, message: null, failure }, input };
@@ -293,22 +299,6 @@ export class ScheduleFiring {
       ],
     );
   }
-}
-
-/**
- * Why the message cannot be sent now, checked at the moment of sending like a deferred send:
- * the plan still includes scheduling, the connection is connected, the monthly allowance has room.
- */
-function refusal(c: Claimed, writtenInBatch: number): Failure | null {
-  const { plan, connection } = c;
-  if (!plan.scheduling) return { code: "plan_required", message: `The ${plan.name} plan does not include scheduling.` };
-  if (connection && connection.state !== "connected") {
-    return { code: "connection_not_ready", message: `The connection ${connection.slug} is ${connection.state}, not connected.` };
-  }
-  if (plan.messagesPerMonth !== null && c.usedThisMonth + writtenInBatch >= plan.messagesPerMonth) {
-    return { code: "quota_exceeded", message: `The ${plan.name} plan allows ${plan.messagesPerMonth} messages a month.` };
-  }
-  return null;
 }
 
 function result(f: Fired): FireResult {

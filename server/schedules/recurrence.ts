@@ -14,6 +14,10 @@
 //   ends_at (inclusive bound) never fire; max_occurrences fires then the schedule completes.
 import { IANAZone } from "luxon";
 import type { Recurrence } from "../../contract/schedules.js";
+import { isValidTimeZone } from "../time-zones.js";
+
+// Callers that validate a schedule's zone take the rule from here too.
+export { isValidTimeZone };
 
 export type { Recurrence } from "../../contract/schedules.js";
 
@@ -55,17 +59,6 @@ export interface ResumeInput {
   now: Date;
   startsAt?: Date | null;
   endsAt?: Date | null;
-}
-
-/**
- * Whether `name` is an IANA time zone name the runtime knows ("UTC", "Europe/London",
- * backward-compatible links such as "US/Eastern"). Offsets ("+02:00", "UTC+2") and ICU's
- * non-IANA "SystemV/…" ids are refused. Matching is case-insensitive, as in Intl.
- */
-export function isValidTimeZone(name: string): boolean {
-  if (typeof name !== "string" || name.length === 0 || name.length > 64) return false;
-  if (/^[+-]/.test(name) || /^systemv\//i.test(name)) return false;
-  return IANAZone.isValidZone(name);
 }
 
 /** The first occurrence of `rule` in `timeZone` at or after `from`. */

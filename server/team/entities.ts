@@ -1,11 +1,11 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
 import type { Role } from "../../contract/common.js";
 
-@Entity("users")
-export class User {
-  @PrimaryColumn({ type: "text" }) id!: string;
-  @Column({ type: "text" }) email!: string;
-  @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
+/** A user row (read through SQL: sign-in and the team service join it). */
+export interface User {
+  id: string;
+  email: string;
+  createdAt: Date;
 }
 
 @Entity("members")

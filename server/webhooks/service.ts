@@ -18,7 +18,7 @@ import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js
 import { ApiError, type FieldError } from "../http/errors.js";
 import type { Principal } from "../http/principal.js";
 import { newId } from "../ids.js";
-import { MICROSECOND_INSTANT } from "../messages/reads.js";
+import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { encrypt, randomToken } from "../secrets.js";
 import { audit } from "../workspace/audit.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";

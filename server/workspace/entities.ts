@@ -23,15 +23,6 @@ export class Workspace {
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
 }
 
-@Entity("usage_daily")
-export class UsageDay {
-  @PrimaryColumn({ type: "text", name: "workspace_id" }) workspaceId!: string;
-  @PrimaryColumn({ type: "date" }) day!: string;
-  @PrimaryColumn({ type: "smallint" }) shard!: number;
-  @Column({ type: "integer", name: "messages_outbound" }) messagesOutbound!: number;
-  @Column({ type: "integer", name: "messages_inbound" }) messagesInbound!: number;
-}
-
 @Entity("audit_log")
 export class AuditEntry {
   @PrimaryColumn({ type: "text" }) id!: string;

@@ -20,12 +20,14 @@ export async function countMessage(em: EntityManager, workspaceId: string, direc
   await em.query(usageIncrementSql(direction, "$1", "$2"), [workspaceId, usageShard()]);
 }
 
+/** SQL expression: outbound messages of the workspace `workspaceExpr` this UTC calendar month. */
+export function monthOutboundSql(workspaceExpr: string): string {
+  return `(SELECT COALESCE(sum(u.messages_outbound), 0)::int FROM usage_daily u
+            WHERE u.workspace_id = ${workspaceExpr} AND u.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date)`;
+}
+
 /** Outbound messages this UTC calendar month. */
 export async function messagesThisMonth(em: EntityManager, workspaceId: string): Promise<number> {
-  const [row] = (await em.query(
-    `SELECT COALESCE(sum(messages_outbound), 0)::int AS n FROM usage_daily
-      WHERE workspace_id = $1 AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-    [workspaceId],
-  )) as { n: number }[];
+  const [row] = (await em.query(`SELECT ${monthOutboundSql("$1")} AS n`, [workspaceId])) as { n: number }[];
   return row?.n ?? 0;
 }

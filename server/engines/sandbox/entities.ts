@@ -41,24 +41,5 @@ export class SandboxDelivery {
   @Column({ type: "timestamptz", name: "created_at", default: () => "clock_timestamp()" }) createdAt!: Date;
 }
 
-@Entity("sandbox_callbacks")
-export class SandboxCallback {
-  @PrimaryGeneratedColumn({ type: "bigint" }) id!: string;
-  @Column({ type: "text", name: "connection_id" }) connectionId!: string;
-  @Column({ type: "text" }) kind!: string;
-  @Column({ type: "jsonb" }) event!: Record<string, unknown>;
-  @Column({ type: "timestamptz", name: "due_at", default: () => "now()" }) dueAt!: Date;
-  @Column({ type: "integer" }) attempts!: number;
-  @Column({ type: "timestamptz", name: "locked_until", nullable: true }) lockedUntil!: Date | null;
-  @Column({ type: "text", name: "last_error", nullable: true }) lastError!: string | null;
-}
-
-@Entity("sandbox_faults")
-export class SandboxFaults {
-  @PrimaryColumn({ type: "boolean" }) id!: boolean;
-  @Column({ type: "integer", name: "fail_next_sends" }) failNextSends!: number;
-  @Column({ type: "integer", name: "latency_ms" }) latencyMs!: number;
-  @Column({ type: "boolean", name: "duplicate_callbacks" }) duplicateCallbacks!: boolean;
-}
-
-export const SANDBOX_ENTITIES = [SandboxSession, SandboxContact, SandboxDelivery, SandboxCallback, SandboxFaults];
+// sandbox_callbacks and sandbox_faults are served by SQL only (outbox.ts, network.ts): no entities.
+export const SANDBOX_ENTITIES = [SandboxSession, SandboxContact, SandboxDelivery];

@@ -1,0 +1,142 @@
+// What the network tells about messages: status reports of our outbound messages (decided by
+// status.ts's `transition()`), and inbound messages. Both write inside the caller's transaction,
+// next to the callback's dedupe rows.
+import type { EntityManager } from "typeorm";
+import type { InboundMessageEvent, MessageStatusEvent } from "../../../contract/index.js";
+import type { Connection } from "../../connections/entities.js";
+import { rows } from "../../db/rows.js";
+import type { DomainEvent } from "../../events/entities.js";
+import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
+import { newId } from "../../ids.js";
+import { usageIncrementSql, usageShard } from "../../workspace/usage.js";
+import type { Message } from "../entities.js";
+import { transition } from "../status.js";
+import { messageView } from "../view.js";
+import { json } from "./accept.js";
+import { messageFromRow } from "./row.js";
+
+/**
+ * Applies the status reports of one callback, in order: their messages read and locked in one
+ * statement, each report decided against the message as the ones before it left it, and every
+ * change, timeline entry and event written in one more. True when any report changed something.
+ */
+export async function applyReports(em: EntityManager, connection: Connection, reports: MessageStatusEvent[]): Promise<boolean> {
+  if (!reports.length) return false;
+  const ids = [...new Set(reports.map((r) => r.message_id))].sort();
+  // NO KEY UPDATE, in id order: reports of one message apply one at a time, without blocking
+  // the foreign-key checks of its timeline rows, and two batches cannot deadlock.
+  const found = await rows(em, `SELECT * FROM messages WHERE id = ANY($1) AND connection_id = $2 AND direction = 'outbound' ORDER BY id FOR NO KEY UPDATE`, [
+    ids,
+    connection.id,
+  ]);
+  const messages = new Map(found.map((r) => [r.id as string, messageFromRow(r)]));
+  const changed = new Map<string, Message>();
+  const timeline: { id: string; status: string; at: Date; detail: string | null }[] = [];
+  const events: DomainEvent[] = [];
+  const now = Date.now();
+  for (const report of reports) {
+    const message = messages.get(report.message_id);
+    if (!message) continue;
+    const decision = transition(message.status, report.status);
+    const detail = report.error ? `${report.error.code}: ${report.error.message}` : null;
+    const at = new Date(report.timestamp);
+    if (!decision.apply) {
+      // A late report (delivered after read) is history worth keeping, not a move backwards.
+      if (decision.recordInTimeline) timeline.push({ id: message.id, status: report.status, at, detail: detail ? `late: ${detail}` : "late report" });
+      continue;
+    }
+    const updated: Message = {
+      ...message,
+      status: report.status,
+      providerMessageId: report.provider_message_id ?? message.providerMessageId,
+      errorCode: report.status === "failed" ? (report.error?.code ?? "provider_failed") : message.errorCode,
+      errorMessage: report.status === "failed" ? (report.error?.message ?? "The network reported a failure without details.") : message.errorMessage,
+      updatedAt: new Date(now),
+    };
+    messages.set(message.id, updated);
+    changed.set(message.id, updated);
+    timeline.push({ id: message.id, status: report.status, at, detail });
+    // A millisecond apart, so that the outbox's (created_at, id) order keeps the reports' order.
+    const data = messageView(updated, connection.slug, connection.phone);
+    events.push(buildEvent({ workspaceId: connection.workspaceId, type: `message.${report.status}`, connection, data }, new Date(now + events.length)));
+  }
+  if (!timeline.length) return false;
+  const m = [...changed.values()];
+  await em.query(
+    `WITH m AS (
+       UPDATE messages t SET status = v.status, provider_message_id = v.provider_message_id, error_code = v.error_code,
+                             error_message = v.error_message, updated_at = v.updated_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+           AS v(id, status, provider_message_id, error_code, error_message, updated_at)
+        WHERE t.id = v.id
+     ), t AS (
+       INSERT INTO message_timeline (message_id, status, at, detail)
+       SELECT message_id, status, at, detail FROM unnest($7::text[], $8::text[], $9::timestamptz[], $10::text[])
+         WITH ORDINALITY AS v(message_id, status, at, detail, n) ORDER BY n
+     )
+     INSERT INTO events ${EVENT_INSERT_COLUMNS}
+     SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])`,
+    [
+      m.map((x) => x.id), m.map((x) => x.status), m.map((x) => x.providerMessageId), m.map((x) => x.errorCode), m.map((x) => x.errorMessage),
+      m.map((x) => x.updatedAt),
+      timeline.map((t) => t.id), timeline.map((t) => t.status), timeline.map((t) => t.at), timeline.map((t) => t.detail),
+      events.map((e) => e.id), events.map((e) => e.workspaceId), events.map((e) => e.type), events.map((e) => e.connectionId),
+      events.map((e) => JSON.stringify(e.payload)), events.map((e) => e.createdAt),
+    ],
+  );
+  return true;
+}
+
+/**
+ * Stores an inbound message `delivered`: the network has delivered it to our number, which is
+ * the furthest an inbound message goes until someone reads it in an app (not ours to know). The
+ * message, its timeline entry, its `message.received` event and its usage count: one statement.
+ */
+export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<Message> {
+  const now = new Date();
+  const message: Message = {
+    id: newId("msg"),
+    workspaceId: connection.workspaceId,
+    connectionId: connection.id,
+    direction: "inbound",
+    status: "delivered",
+    recipient: event.group !== undefined ? { group: event.group } : (connection.phone ?? event.to ?? "unknown"),
+    sender: event.from,
+    body: event.body ?? null,
+    media: event.media ?? null,
+    location: event.location ?? null,
+    context: null,
+    metadata: null,
+    contextSensitivity: null,
+    sendAt: null,
+    timezone: null,
+    providerMessageId: event.provider_message_id,
+    errorCode: null,
+    errorMessage: null,
+    scheduleId: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const received = buildEvent(
+    { workspaceId: connection.workspaceId, type: "message.received", connection, data: messageView(message, connection.slug, connection.phone) },
+    now,
+  );
+  await em.query(
+    `WITH m AS (
+       INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
+                             provider_message_id, created_at, updated_at)
+       VALUES ($1, $2, $3, 'inbound', 'delivered', $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $10)
+     ), t AS (
+       INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, 'delivered', $11, 'received from the network')
+     ), u AS (
+       ${usageIncrementSql("inbound", "$2", "$12")}
+     )
+     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)`,
+    [
+      message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
+      json(message.media), json(message.location), message.providerMessageId, now, new Date(event.timestamp), usageShard(),
+      ...eventParams(received),
+    ],
+  );
+  return message;
+}

@@ -1,0 +1,233 @@
+// The security rules of every route, generated from the contract at run time: a route gets these
+// tests by being in the contract, and its metadata (security, notImplemented) decides which apply.
+//   - no credential → 401;
+//   - a credential of the wrong kind (an API key where a session is needed, a session where a key
+//     is needed, an OAuth access token anywhere but the tool endpoint) → 401;
+//   - an API key without the route's scope → 403 insufficient_scope;
+//   - every path id of workspace B, with workspace A's credential(s) → 404, and B's data unchanged.
+// Routes answering 501 (metadata.notImplemented) still authenticate first: the 401 and 403 rules
+// apply to them; the 404 rule waits for their behaviour. Public routes (auth: none) have none.
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
+import { contract, ISSUABLE_SCOPES, type RouteMetadata } from "../contract/index.js";
+import { expectOk } from "../sdk/src/index.js";
+import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { obtainTokens } from "./support/oauth.js";
+import { pairConnection, uniquePhone } from "./support/sandbox.js";
+import { waitFor } from "./support/wait.js";
+
+interface Listed {
+  /** e.g. messages.cancel */
+  name: string;
+  group: string;
+  route: AppRoute;
+  meta: RouteMetadata;
+  params: string[];
+}
+
+function routesOf(router: AppRouter, path: string[] = []): Listed[] {
+  return Object.entries(router).flatMap(([key, value]) => {
+    const at = [...path, key];
+    if (!isAppRoute(value)) return routesOf(value, at);
+    const params = [...value.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+    return [{ name: at.join("."), group: at[0]!, route: value, meta: value.metadata as RouteMetadata, params }];
+  });
+}
+
+const ROUTES = routesOf(contract);
+
+type Credential = { kind: "key"; key: string } | { kind: "session"; cookie: string } | { kind: "oauth"; token: string };
+type CredentialKind = Credential["kind"];
+const KIND_NAMES: Record<CredentialKind, string> = { key: "an API key", session: "a session", oauth: "an OAuth access token" };
+
+function headersOf(credential: Credential | null): Record<string, string> {
+  if (!credential) return {};
+  if (credential.kind === "session") return { cookie: credential.cookie };
+  return { authorization: `Bearer ${credential.kind === "key" ? credential.key : credential.token}` };
+}
+
+/** The kinds of credential each kind of route takes; an absent kind is the wrong kind. */
+const ACCEPTS: Record<RouteMetadata["security"]["auth"], Credential["kind"][]> = {
+  none: [],
+  key: ["key"],
+  session: ["session"],
+  key_or_session: ["key", "session"],
+  // An API key with mcp:read, or an OAuth access token: the only routes a token opens.
+  mcp: ["key", "oauth"],
+};
+
+function hasBodySchema(route: AppRoute): route is AppRoute & { body: { safeParse(v: unknown): { success: boolean } } } {
+  const body = (route as { body?: unknown }).body;
+  return typeof body === "object" && body !== null && typeof (body as { safeParse?: unknown }).safeParse === "function";
+}
+
+/**
+ * Bodies that pass validation, for routes whose 404 is tested (validation runs before the
+ * handler finds nothing). A new such route fails its 404 test until it has one here.
+ */
+const SAMPLE_BODIES: Record<string, unknown> = {
+  "messages.reschedule": { send_at: new Date(Date.now() + 7 * 86_400_000).toISOString() },
+  "team.update": { role: "developer" },
+};
+
+function request(listed: Listed, values: Record<string, string> | null, credential: Credential | null) {
+  const path = listed.route.path.replace(/:(\w+)/g, (_, p: string) => encodeURIComponent(values?.[p] ?? "x"));
+  const hasBody = hasBodySchema(listed.route);
+  const body = hasBody ? (SAMPLE_BODIES[listed.name] ?? {}) : undefined;
+  return http(listed.route.method, path, { ...(body !== undefined ? { body } : {}), headers: headersOf(credential) });
+}
+
+interface Fixture {
+  a: Record<CredentialKind, Credential> & { lacking: (scope: string) => Promise<Credential> };
+  /** Workspace B's path ids: by route name and parameter first, then by resource group and parameter. */
+  bIds: Record<string, string>;
+  b: TestWorkspace;
+  bKey: string;
+}
+
+let fixture: Fixture;
+const lackingKeys = new Map<string, Credential>();
+
+/** Workspace B with one of everything a path can name. */
+async function workspaceB(): Promise<Omit<Fixture, "a">> {
+  const b = await newWorkspace("enterprise");
+  const issued = await b.key([...ISSUABLE_SCOPES]);
+  const client = issued.client;
+  const auth = { authorization: `Bearer ${issued.key}` };
+  const tag = randomBytes(3).toString("hex");
+  const linked = `sec-linked-${tag}`;
+  await pairConnection(client, linked, uniquePhone());
+  // A connection with an open pairing grant: the QR route's two ids.
+  const pairing = `sec-pairing-${tag}`;
+  await expectOk(client.connections.create({ body: { slug: pairing } }));
+  const grant = await expectOk(client.connections.pair({ params: { connection: pairing } }));
+  const endpoint = await expectOk(client.webhooks.create({ body: { url: "http://127.0.0.1:9/hook", events: ["message.queued"] } }));
+  const later = new Date(Date.now() + 86_400_000).toISOString();
+  const scheduled = await http("POST", "/v1/messages/text", { body: { connection: linked, to: uniquePhone(), body: "later", send_at: later }, headers: auth });
+  expect(scheduled.status).to.equal(202);
+  expect((await http("POST", "/v1/messages/text", { body: { connection: linked, to: uniquePhone(), body: "now" }, headers: auth })).status).to.equal(202);
+  const schedule = await http("POST", "/v1/schedules", {
+    body: { name: "sec", timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 }, message: { connection: linked, to: "+15550001111", body: "s" } },
+    headers: auth,
+  });
+  expect(schedule.status).to.equal(201);
+  const deliveries = await waitFor(
+    async () => (await expectOk(client.webhooks.listDeliveries({ params: { id: endpoint.id }, query: {} }))).data,
+    (d) => d.length > 0,
+    20_000,
+  );
+  await expectOk(b.owner.client.team.invite({ body: { email: `sec-${tag}@example.test`, role: "viewer" } }));
+  await obtainTokens(b.owner.cookie);
+  const authorizations = await expectOk(b.owner.client.oauth.listAuthorizations());
+  const team = await expectOk(b.owner.client.team.list());
+  const invitation = team.invitations[0]!.id;
+  return {
+    b,
+    bKey: issued.key,
+    bIds: {
+      "messages.id": scheduled.json.id as string,
+      "connections.connection": pairing,
+      "connections.grantId": grant.grant_id,
+      "schedules.id": schedule.json.id as string,
+      "webhooks.id": endpoint.id,
+      "webhooks.deliveryId": deliveries[0]!.id,
+      "workspace.id": issued.id,
+      "team.cancelInvitation.id": invitation,
+      "team.id": team.members[0]!.id,
+      "oauth.id": authorizations.data[0]!.id,
+    },
+  };
+}
+
+describe("security rules of every contract route", () => {
+  before(async function () {
+    this.timeout(60_000);
+    const a = await newWorkspace("enterprise");
+    const aKey = await a.key([...ISSUABLE_SCOPES]);
+    fixture = {
+      ...(await workspaceB()),
+      a: {
+        key: { kind: "key", key: aKey.key },
+        session: { kind: "session", cookie: a.owner.cookie },
+        oauth: { kind: "oauth", token: (await obtainTokens(a.owner.cookie)).access },
+        async lacking(scope) {
+          let credential = lackingKeys.get(scope);
+          if (!credential) {
+            credential = { kind: "key", key: (await a.key(ISSUABLE_SCOPES.filter((s) => s !== scope))).key };
+            lackingKeys.set(scope, credential);
+          }
+          return credential;
+        },
+      },
+    };
+  });
+
+  it("lists every route of the contract", () => {
+    expect(ROUTES.length).to.be.greaterThan(50);
+    for (const r of ROUTES) expect(Object.keys(ACCEPTS), r.name).to.include(r.meta.security.auth);
+  });
+
+  for (const listed of ROUTES) {
+    const { security } = listed.meta;
+    if (security.auth === "none") continue;
+    const label = `${listed.route.method} ${listed.route.path} (${listed.name})`;
+    describe(label, () => {
+      it("answers 401 without a credential", async () => {
+        const res = await request(listed, null, null);
+        expect(res.status, res.text).to.equal(401);
+        expect(res.json.code).to.equal("unauthorized");
+      });
+
+      const wrongKinds = (["key", "session", "oauth"] as const).filter((k) => !ACCEPTS[security.auth].includes(k));
+      for (const kind of wrongKinds) {
+        it(`answers 401 to ${KIND_NAMES[kind]}, the wrong kind of credential`, async () => {
+          const res = await request(listed, null, fixture.a[kind]);
+          expect(res.status, res.text).to.equal(401);
+        });
+      }
+
+      const scope = "scope" in security ? security.scope : undefined;
+      if (scope && ACCEPTS[security.auth].includes("key")) {
+        it(`answers 403 to an API key without ${scope}`, async () => {
+          const res = await request(listed, null, await fixture.a.lacking(scope));
+          expect(res.status, res.text).to.equal(403);
+          expect(res.json).to.include({ code: "insufficient_scope", required_scope: scope });
+        });
+      }
+
+      if (listed.params.length && !listed.meta.notImplemented) {
+        for (const kind of ACCEPTS[security.auth]) {
+          it(`answers 404 to workspace A's credential (${KIND_NAMES[kind]}) for workspace B's ids`, async () => {
+            const values = Object.fromEntries(
+              listed.params.map((p) => {
+                const value = fixture.bIds[`${listed.name}.${p}`] ?? fixture.bIds[`${listed.group}.${p}`];
+                if (value === undefined) throw new Error(`no workspace-B value for :${p} of ${listed.name}: add one to workspaceB()`);
+                return [p, value];
+              }),
+            );
+            if (hasBodySchema(listed.route) && SAMPLE_BODIES[listed.name] !== undefined) {
+              expect(listed.route.body.safeParse(SAMPLE_BODIES[listed.name]).success, `sample body of ${listed.name}`).to.equal(true);
+            }
+            const res = await request(listed, values, fixture.a[kind]);
+            expect(res.status, res.text).to.equal(404);
+            expect(res.json.code).to.equal("not_found");
+          });
+        }
+      }
+    });
+  }
+
+  after(async () => {
+    if (!fixture) return;
+    // Nothing that workspace A asked for touched workspace B.
+    const auth = { authorization: `Bearer ${fixture.bKey}` };
+    const message = await http("GET", `/v1/messages/${fixture.bIds["messages.id"]}`, { headers: auth });
+    expect(message.json).to.include({ status: "scheduled" });
+    const schedule = await http("GET", `/v1/schedules/${fixture.bIds["schedules.id"]}`, { headers: auth });
+    expect(schedule.json).to.include({ status: "active" });
+    const connection = await http("GET", `/v1/connections/${fixture.bIds["connections.connection"]}`, { headers: auth });
+    expect(connection.status).to.equal(200);
+    expect((await http("GET", "/v1/whoami", { headers: auth })).status).to.equal(200);
+  });
+});
