@@ -1,6 +1,6 @@
 // Assembling the process: config → database → jobs → http, and taking it apart again in reverse.
 import { ApiKeyCache } from "./auth/key-cache.js";
-import type { Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { JobRunner } from "../jobs/runner.js";
@@ -12,6 +12,7 @@ import { databaseReachable, openDatabase, type Database } from "./db/database.js
 import { createLogger, type Logger } from "./logger.js";
 import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
+import { createStartingApp } from "./ops/starting.js";
 import { EngineRegistry } from "./engines/engine.js";
 import { createSandboxEngine } from "./engines/sandbox/index.js";
 
@@ -32,15 +33,44 @@ export interface StartOptions {
 
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger });
-  const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
+  const metrics = new Metrics();
+  // The port is opened first and answers the probes while start-up waits for the database and the
+  // job backend (DATABASE_WAIT_S): alive, not ready, naming what is awaited. The full app takes
+  // over the same server once everything is up.
+  let awaiting = "database";
+  let handler: RequestListener = createStartingApp(config, logger, metrics, { unavailable: async () => [awaiting] });
+  const server = createServer((req, res) => handler(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+    server.listen(config.port, config.host);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+
+  const opened: { close(): Promise<void> | void }[] = [];
+  let database: Database;
+  let jobs: JobRunner;
+  try {
+    database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs });
+    opened.push(database);
+    awaiting = "job runner";
+    jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
+    opened.push({ close: () => jobs.stop() });
+  } catch (err) {
+    // Nothing half-open is left behind: the caller reports the reason and exits.
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    for (const o of opened.reverse()) await o.close();
+    throw err;
+  }
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
   const engines = new EngineRegistry();
   if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
   // The embedded database cannot LISTEN: keys are looked up on every request there.
   const keyCache = new ApiKeyCache(database.embedded ? null : database.url, logger);
   await keyCache.start();
-  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines, keyCache };
+  const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
   const base = { ...deps, dispatcher: createDispatcher(deps) };
   const ctx: AppContext = { ...base, services: createServices(base) };
 
@@ -53,7 +83,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   ctx.services.webhookDeliverer.start();
 
   let stopping = false;
-  const app = createApp(ctx, {
+  handler = createApp(ctx, {
     async unavailable() {
       const down: string[] = [];
       if (stopping) down.push("process (shutting down)");
@@ -62,13 +92,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       return down;
     },
   });
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   // Engines report to our HTTP callback route, so they start once it listens.
   await engines.open();
 

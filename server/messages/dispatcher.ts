@@ -8,6 +8,7 @@ import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
 import { EngineError, type EngineRegistry } from "../engines/engine.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
+import { backoffMs, isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
@@ -26,6 +27,8 @@ const MAX_BACKOFF_MS = 5 * 60_000;
  */
 const HANDOFF_WINDOW_MS = 100;
 const HANDOFF_BATCH = 50;
+/** Longest wait between hand-off attempts while the database is unavailable. */
+const MAX_OUTAGE_BACKOFF_MS = 2_000;
 
 interface Claimed {
   message_id: string;
@@ -127,13 +130,25 @@ export class MessageDispatcher {
   private async drain(connectionId: string, lane: Lane): Promise<void> {
     lane.running = true;
     const perBatch = Math.max(1, Math.min(HANDOFF_BATCH, Math.floor(HANDOFF_WINDOW_MS / this.intervalMs)));
+    let outageTurns = 0;
     try {
       while (lane.queue.length) {
         const wait = lane.nextAt - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         const batch = lane.queue.splice(0, perBatch);
         lane.nextAt = Date.now() + this.intervalMs * batch.length;
-        await this.handOff(batch).catch((err: unknown) => this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed"));
+        try {
+          await this.handOff(batch);
+          outageTurns = 0;
+        } catch (err) {
+          // The database went away mid hand-off: the claims are still ours, so keep them and try
+          // again once it is back (the engine deduplicates a message handed off twice) rather than
+          // leave them locked until the lock expires. Not while stopping: they expire for others.
+          if (isDatabaseUnavailable(err) && this.loop.running) {
+            lane.queue.unshift(...batch);
+            await new Promise((r) => setTimeout(r, backoffMs(++outageTurns, 250, MAX_OUTAGE_BACKOFF_MS)));
+          } else this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed");
+        }
       }
     } finally {
       lane.running = false;
@@ -185,24 +200,29 @@ export class MessageDispatcher {
       outcomes = marked.map(() => engineError(err));
     }
     const submitted = marked.flatMap((m, i) => (outcomes[i] instanceof EngineError ? [] : [{ id: m.m_id, providerMessageId: outcomes[i]!.providerMessageId }]));
-    if (submitted.length) await this.recordSubmitted(submitted);
+    // The engine's answers exist only here until written: through an outage (up to the claim's
+    // lock) they are written late rather than the messages handed off again. Each write is safe
+    // to repeat when its answer was lost.
+    const within = this.config.dispatch.lockSeconds * 1000;
+    if (submitted.length) await retryWhileUnavailable(() => this.recordSubmitted(submitted), within);
     for (const [i, m] of marked.entries()) {
       const e = outcomes[i];
       if (!(e instanceof EngineError)) continue;
-      if (e.permanent || m.attempts >= MAX_ATTEMPTS) await this.recordFailed(m.m_id, e, connection ?? null);
-      else await this.recordRetry(m.m_id, m.attempts, e);
+      if (e.permanent || m.attempts >= MAX_ATTEMPTS) await retryWhileUnavailable(() => this.recordFailed(m.m_id, e, connection ?? null), within);
+      else await retryWhileUnavailable(() => this.recordRetry(m.m_id, m.attempts, e), within);
     }
   }
 
   private async recordSubmitted(submitted: { id: string; providerMessageId: string }[]): Promise<void> {
-    // A fast engine may have reported `sent` already: never move the status back.
+    // A fast engine may have reported `sent` already: never move the status back. Written twice
+    // (the first answer lost in an outage), the second finds the provider id and adds nothing.
     await this.db.query(
       `WITH v AS (
          SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS v(id, provider_message_id, n)
        ), m AS (
          UPDATE messages t SET status = CASE WHEN t.status = 'submitting' THEN 'submitted' ELSE t.status END,
                                provider_message_id = v.provider_message_id, updated_at = now()
-           FROM v WHERE t.id = v.id RETURNING t.id, v.n
+           FROM v WHERE t.id = v.id AND t.provider_message_id IS DISTINCT FROM v.provider_message_id RETURNING t.id, v.n
        ), t AS (
          INSERT INTO message_timeline (message_id, status, detail) SELECT id, 'submitted', NULL FROM m ORDER BY n
        )

@@ -16,6 +16,8 @@ export interface ChildGateway {
   /** SIGTERM: the graceful shutdown path. Resolves with the exit code. */
   terminate(): Promise<number | null>;
   output(): string;
+  /** Resolves with the exit code once the process has ended by itself or been stopped. */
+  exited: Promise<number | null>;
 }
 
 export async function freePort(): Promise<number> {
@@ -26,7 +28,12 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startChildGateway(env: Record<string, string> = {}): Promise<ChildGateway> {
+export interface ChildOptions {
+  /** Resolve once /readyz answers 200 (default); false: as soon as the process is spawned. */
+  ready?: boolean;
+}
+
+export async function startChildGateway(env: Record<string, string> = {}, options: ChildOptions = {}): Promise<ChildGateway> {
   const port = await freePort();
   const { databaseUrl, gateway } = testEnv();
   const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
@@ -47,9 +54,10 @@ export async function startChildGateway(env: Record<string, string> = {}): Promi
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
-  for (;;) {
+  while (options.ready !== false) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
     if (ready) break;
@@ -59,7 +67,6 @@ export async function startChildGateway(env: Record<string, string> = {}): Promi
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return {
     url,
     process: child,
@@ -71,6 +78,7 @@ export async function startChildGateway(env: Record<string, string> = {}): Promi
       child.kill("SIGTERM");
       return exited;
     },
+    exited,
     output: () => out,
   };
 }
