@@ -5,7 +5,7 @@ import { Agenda } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import pg from "pg";
 import { CONNECT_TIMEOUT_MS } from "../server/db/data-source.js";
-import { endpointOf, isDatabaseUnavailable, waitForDependency } from "../server/db/availability.js";
+import { endpointOf, isDatabaseUnavailable, retryWhileUnavailable, waitForDependency } from "../server/db/availability.js";
 import type { Logger } from "../server/logger.js";
 
 export interface JobRunnerOptions {
@@ -88,17 +88,21 @@ export class JobRunner {
   }
 
   define<T>(job: JobDefinition<T>): void {
+    const lockLifetime = job.lockLifetimeMs ?? 60_000;
     this.agenda.define<T>(
       job.name,
       async (j) => {
         try {
-          await job.run(j.attrs.data);
+          // A job that meets a database outage (Agenda may have fetched it before the outage began)
+          // runs again once the database is back, within half its lock, rather than being marked
+          // failed and left to a sweep. Jobs are idempotent, so running again is safe.
+          await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
         } catch (err) {
           this.logger.error({ err, job: job.name }, "job failed");
           throw err;
         }
       },
-      { concurrency: job.concurrency ?? 5, lockLifetime: job.lockLifetimeMs ?? 60_000, removeOnComplete: job.removeOnComplete ?? false },
+      { concurrency: job.concurrency ?? 5, lockLifetime, removeOnComplete: job.removeOnComplete ?? false },
     );
   }
 
