@@ -56,8 +56,18 @@ export class JobRunner {
       pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, application_name: "svc-gateway jobs" });
       pool.on("error", (err) => logger.warn({ err }, "job runner: database connection lost; the pool opens a new one when needed"));
       backend = new PostgresBackend({ pool, disableNotifications: options.embedded });
-      // The LISTEN connection reconnects by itself; without a listener its errors would be thrown.
-      backend.notificationChannel?.on("error", (err: unknown) => logger.warn({ err }, "job runner: notification channel error; it reconnects, polling meanwhile"));
+      // The LISTEN connection reconnects by itself (every 100 ms); without a listener its errors
+      // would be thrown. Logged once per loss, and once when it is back.
+      const channel = backend.notificationChannel;
+      let channelDown = false;
+      channel?.on("error", (err: unknown) => {
+        if (!channelDown) logger.warn({ err }, "job runner: notification channel lost; it reconnects, polling meanwhile");
+        channelDown = true;
+      });
+      channel?.on("stateChange", (state: string) => {
+        if (state === "connected" && channelDown) logger.info("job runner: notification channel is back");
+        if (state === "connected") channelDown = false;
+      });
     }
     const connected = backend;
     await waitForDependency(() => connected.connect(), {

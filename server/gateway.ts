@@ -1,4 +1,4 @@
-// Assembling the process: config → database → jobs → http, and taking it apart again in reverse.
+// Assembling the process: http (probes only) → database → jobs → the full app, and taking it apart again in reverse.
 import { ApiKeyCache } from "./auth/key-cache.js";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
@@ -55,7 +55,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs });
     opened.push(database);
     awaiting = "job runner";
-    jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
+    jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
     opened.push({ close: () => jobs.stop() });
   } catch (err) {
     // Nothing half-open is left behind: the caller reports the reason and exits.
@@ -67,8 +67,9 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
   const engines = new EngineRegistry();
   if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
-  // The embedded database cannot LISTEN: keys are looked up on every request there.
-  const keyCache = new ApiKeyCache(database.embedded ? null : database.url, logger);
+  // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
+  // up on every request there.
+  const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
   await keyCache.start();
   const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
   const base = { ...deps, dispatcher: createDispatcher(deps) };

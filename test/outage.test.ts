@@ -1,9 +1,9 @@
 // Losing the database for real. A gateway process (started as an operator starts one) reaches a
 // database of this file's own (a scratch database on the run's PostgreSQL, or a second embedded
-// server) through a TCP proxy the test cuts and restores: idle, under load with sends, reads,
-// webhook deliveries and deferred sends in flight, and at start-up. The process must stay up,
-// answer the probes and the API honestly meanwhile, and afterwards finish every accepted message
-// once, without a restart.
+// server) through a TCP proxy the test cuts and restores: idle; under load with sends, reads,
+// webhook deliveries, deferred sends and a schedule fire in flight; and at start-up. The process
+// must stay up, answer the probes and the API honestly meanwhile, and afterwards finish every
+// accepted message once, without a restart.
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -152,7 +152,7 @@ describe("database outage", function () {
     await db.query(`UPDATE workspaces SET plan_id = 'pro'`);
     const cookie = await signIn(owner, clientAddress(), child.url);
     const session = createClient({ baseUrl: child.url, cookie });
-    const scopes = ["messages:read", "messages:write", "connections:read", "connections:write", "webhooks:read", "webhooks:write"] as const;
+    const scopes = ["messages:read", "messages:write", "connections:read", "connections:write", "webhooks:read", "webhooks:write", "schedules:write"] as const;
     apiKey = (await expectOk(session.workspace.createApiKey({ body: { name: "outage", scopes: [...scopes], environment: "live" } }))).key;
     const api = createClient({ baseUrl: child.url, apiKey });
     slug = "outage";
@@ -246,6 +246,12 @@ describe("database outage", function () {
       expect(a.body.status).to.equal("scheduled");
       deferred.push(a.body.id as string);
     }
+    // A schedule's fire due in the middle of the outage too (made due in SQL, as the schedule tests do).
+    const api = createClient({ baseUrl: child.url, apiKey });
+    const schedule = await expectOk(
+      api.schedules.create({ body: { name: "outage", timezone: "UTC", recurrence: { type: "daily", hour: 3, minute: 0 }, message: { connection: slug, to: uniquePhone("+1558"), body: "fired" } } }),
+    );
+    await db.query(`UPDATE schedules SET next_run_at = now() + interval '2500 milliseconds' WHERE id = $1`, [schedule.id]);
     phase = "during";
     await proxy.cut();
     const cutAt = Date.now();
@@ -267,7 +273,14 @@ describe("database outage", function () {
     expect(wrong, wrong.join("\n")).to.deep.equal([]);
     expect(outageAnswers.length, "answers refused during the outage").to.be.above(0);
     for (const a of outageAnswers) expectUnavailable(a, "answer during the outage");
-    const ids = [...sent.map((s) => s.id), ...deferred];
+    const runs = await waitFor(
+      async () => (await db.query<{ message_id: string }>(`SELECT message_id FROM schedule_runs WHERE schedule_id = $1`, [schedule.id])).rows,
+      (r) => r.length > 0,
+      30_000,
+      200,
+    );
+    expect(runs.length, "fires of the schedule").to.equal(1);
+    const ids = [...sent.map((s) => s.id), ...deferred, runs[0]!.message_id];
     for (const id of ids) accepted.add(id);
     await allRead(ids);
     const toFinal = Date.now() - back;
@@ -294,7 +307,7 @@ describe("database outage", function () {
     console.log(
       `      under load: ready ${toReady} ms after the database came back, every message read ${toFinal} ms after; accepted: ` +
         `${count("before")} first tried before the cut, ${count("during")} during the outage, ${count("after")} after it, ` +
-        `${sent.filter((s) => s.refused > 0).length} of them after 503s, ${deferred.length} deferred sends due during it; ` +
+        `${sent.filter((s) => s.refused > 0).length} of them after 503s, ${deferred.length} deferred sends and 1 schedule fire due during it; ` +
         `all ${ids.length} read, each handed to the network once, each message.read webhook delivered once`,
     );
   });

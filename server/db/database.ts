@@ -10,6 +10,11 @@ export interface Database {
   dataSource: DataSource;
   url: string;
   embedded: boolean;
+  /**
+   * The server is the embedded one (this process's or another's, reached by URL): one session
+   * shared by every connection, where LISTEN/NOTIFY does not work.
+   */
+  sharedSession: boolean;
   close(): Promise<void>;
 }
 
@@ -35,6 +40,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const logger = options.logger;
   const onPoolError = (err: Error) => logger.warn({ err }, "database connection lost; the pool opens a new one when needed");
   const dataSourceUrl = url;
+  let sharedSession = false;
   // Each attempt starts afresh: a data source whose initialize() failed is not reused. Migrations
   // run inside the attempt, one transaction each, so one cut short is simply run again.
   const dataSource = await waitForDependency(
@@ -44,7 +50,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         await ds.initialize();
         // Another process's embedded database (a second gateway, the CLI) is reached by URL: ask it.
         const [{ version } = { version: "" }] = (await ds.query(`SELECT version()`)) as { version: string }[];
-        if (embedded || version.includes("PGlite")) markSharedSession(ds);
+        sharedSession = Boolean(embedded) || version.includes("PGlite");
+        if (sharedSession) markSharedSession(ds);
         const ran = await ds.runMigrations({ transaction: "each" });
         if (ran.length) logger.info({ migrations: ran.map((m) => m.name) }, "migrations applied");
         return ds;
@@ -59,6 +66,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     dataSource,
     url,
     embedded: Boolean(embedded),
+    sharedSession,
     async close() {
       await dataSource.destroy();
       await embedded?.stop();

@@ -197,14 +197,14 @@ export class WebhookDeliverer {
 
   /**
    * Runs a claiming statement. When its answer is lost (the statement may have committed), the
-   * claim is released at once rather than left to expire, so the deliveries are not held up.
+   * claim is released at once rather than left to expire, so the deliveries are not held up; in a
+   * database outage, as soon as the database is back.
    */
   private async claimed(token: string, sql: string, params: unknown[]): Promise<Claimed[]> {
     try {
       return (await rows<Omit<Claimed, "token">>(this.db, sql, params)).map((c) => ({ ...c, token }));
     } catch (err) {
-      await this.db
-        .query(`UPDATE webhook_deliveries SET locked_until = NULL, claim_token = NULL WHERE claim_token = $1`, [token])
+      await retryWhileUnavailable(() => this.db.query(`UPDATE webhook_deliveries SET locked_until = NULL, claim_token = NULL WHERE claim_token = $1`, [token]), this.lockMs)
         .catch((releaseErr: unknown) => this.logger.warn({ err: releaseErr }, "webhook claim not released; it will expire"));
       throw err;
     }
