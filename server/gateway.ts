@@ -8,6 +8,7 @@ import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import { createDispatcher, createServices, type AppContext } from "./context.js";
 import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
+import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMailer } from "./mail/mailer.js";
@@ -51,12 +52,38 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const opened: { close(): Promise<void> | void }[] = [];
   let database: Database;
   let jobs: JobRunner;
+  let ctx: AppContext;
   try {
     database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs });
     opened.push(database);
     awaiting = "job runner";
-    jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
-    opened.push({ close: () => jobs.stop() });
+    const runner = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
+    jobs = runner;
+    opened.push({ close: () => runner.stop() });
+    const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
+    opened.push(mailer);
+    const engines = new EngineRegistry();
+    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
+    // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
+    // up on every request there.
+    const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
+    await keyCache.start();
+    opened.push({ close: () => keyCache.stop() });
+    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
+    const base = { ...deps, dispatcher: createDispatcher(deps) };
+    const started: AppContext = { ...base, services: createServices(base) };
+    ctx = started;
+    await defineJobs(started);
+    // The database may drop (or refuse: too many connections) between opening and here: the first
+    // writes wait for it as well. Each is safe to repeat.
+    await waitForDependency(
+      async () => {
+        await bootstrap(started);
+        await runner.start();
+        await scheduleRecurringJobs(started);
+      },
+      { what: "the database (first writes)", waitMs: config.databaseWaitMs, setting: "DATABASE_WAIT_S", retryable: isDatabaseUnavailable, logger },
+    );
   } catch (err) {
     // Nothing half-open is left behind: the caller reports the reason and exits.
     server.closeAllConnections();
@@ -64,21 +91,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     for (const o of opened.reverse()) await o.close();
     throw err;
   }
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
-  const engines = new EngineRegistry();
-  if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
-  // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
-  // up on every request there.
-  const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
-  await keyCache.start();
-  const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
-  const base = { ...deps, dispatcher: createDispatcher(deps) };
-  const ctx: AppContext = { ...base, services: createServices(base) };
-
-  await bootstrap(ctx);
-  await defineJobs(ctx);
-  await jobs.start();
-  await scheduleRecurringJobs(ctx);
+  const { engines, keyCache, mailer } = ctx;
   if (config.dispatch.enabled) ctx.dispatcher.start();
   ctx.services.webhookFanout.start();
   ctx.services.webhookDeliverer.start();

@@ -199,6 +199,12 @@ export class MessageDispatcher {
     } catch (err) {
       outcomes = marked.map(() => engineError(err));
     }
+    // An engine that failed because our database is unavailable (the sandbox keeps its network
+    // there) may have done the work and lost only the answer: that is not a failed send to record
+    // and retry later (its reports would then find the message `queued` and be refused). The
+    // hand-off is made again once the database is back; the engine deduplicates on the message id.
+    const lost = outcomes.find((o) => o instanceof EngineError && isDatabaseUnavailable(o.cause));
+    if (lost) throw (lost as EngineError).cause;
     const submitted = marked.flatMap((m, i) => (outcomes[i] instanceof EngineError ? [] : [{ id: m.m_id, providerMessageId: outcomes[i]!.providerMessageId }]));
     // The engine's answers exist only here until written: through an outage (up to the claim's
     // lock) they are written late rather than the messages handed off again. Each write is safe
@@ -294,5 +300,5 @@ export function fromRow(r: Record<string, unknown>): Message {
 }
 
 function engineError(err: unknown): EngineError {
-  return err instanceof EngineError ? err : new EngineError(err instanceof Error ? err.message : String(err), false);
+  return err instanceof EngineError ? err : Object.assign(new EngineError(err instanceof Error ? err.message : String(err), false), { cause: err });
 }
