@@ -23,11 +23,20 @@ interface OwnDatabase {
   close(): Promise<void>;
 }
 
+/**
+ * Retries what fails while the shared PostgreSQL server is full ("too many clients": other runs
+ * on the same server), so that this file's own connections do not fail for that.
+ */
+function patiently<T>(fn: () => Promise<T>): Promise<T> {
+  return waitFor(fn, () => true, 30_000, 500);
+}
+
 /** A database for this file alone, so the run's own gateway neither helps nor hinders. */
 async function ownDatabase(): Promise<OwnDatabase> {
-  if (process.env.DATABASE_URL) {
-    const scratch = await createScratchDatabase(process.env.DATABASE_URL);
-    return { url: scratch.url, close: scratch.drop };
+  const serverUrl = process.env.DATABASE_URL;
+  if (serverUrl) {
+    const scratch = await patiently(() => createScratchDatabase(serverUrl));
+    return { url: scratch.url, close: () => patiently(scratch.drop) };
   }
   const { startEmbeddedPostgres } = await import("../server/db/embedded.js");
   const embedded = await startEmbeddedPostgres(undefined);
@@ -149,9 +158,13 @@ describe("database outage", function () {
     proxy = await TcpProxy.inFrontOf(target.url);
     const owner = uniqueEmail("outage-owner");
     child = await startChildGateway(childEnv(proxy.urlFor(target.url), { ADMIN_EMAIL: owner }));
-    const direct = new pg.Client({ connectionString: target.url });
-    await direct.connect();
-    db = direct;
+    db = await patiently(async () => {
+      const direct = new pg.Client({ connectionString: target.url });
+      // A dropped connection fails the next query; unheard, its error would end the run.
+      direct.on("error", () => undefined);
+      await direct.connect();
+      return direct;
+    });
     // The first workspace is made on the free plan; schedules need one with scheduling.
     await db.query(`UPDATE workspaces SET plan_id = 'pro'`);
     const cookie = await signIn(owner, clientAddress(), child.url);
