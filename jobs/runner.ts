@@ -3,6 +3,9 @@
 // file, validates its payload and is idempotent: Agenda delivers at least once.
 import { Agenda } from "agenda";
 import { PostgresBackend } from "@agendajs/postgres-backend";
+import pg from "pg";
+import { CONNECT_TIMEOUT_MS } from "../server/db/data-source.js";
+import { endpointOf, isDatabaseUnavailable, retryWhileUnavailable, waitForDependency } from "../server/db/availability.js";
 import type { Logger } from "../server/logger.js";
 
 export interface JobRunnerOptions {
@@ -12,7 +15,12 @@ export interface JobRunnerOptions {
   mongoUrl?: string | undefined;
   logger: Logger;
   processEveryMs?: number;
+  /** How long to wait for an unreachable backend at start (DATABASE_WAIT_S); 0: fail at once. */
+  waitMs?: number;
 }
+
+/** Per attempt when waiting for MongoDB at start (the driver's default is 30 s). */
+const MONGO_SELECTION_TIMEOUT_MS = 5_000;
 
 export interface JobDefinition<T = unknown> {
   name: string;
@@ -27,38 +35,84 @@ export class JobRunner {
   readonly agenda: Agenda;
   private started = false;
 
-  private constructor(agenda: Agenda, private readonly logger: Logger) {
+  private constructor(
+    agenda: Agenda,
+    private readonly logger: Logger,
+    /** Our pool under the PostgreSQL backend (Agenda does not close a pool it was given). */
+    private readonly pool: pg.Pool | undefined,
+  ) {
     this.agenda = agenda;
   }
 
   static async create(options: JobRunnerOptions): Promise<JobRunner> {
-    const backend = options.mongoUrl ? await mongoBackend(options.mongoUrl) : new PostgresBackend({
-      connectionString: options.databaseUrl,
-      poolConfig: { connectionString: options.databaseUrl, max: 3 },
-      disableNotifications: options.embedded,
+    const { logger } = options;
+    let pool: pg.Pool | undefined;
+    let backend: PostgresBackend | Awaited<ReturnType<typeof mongoBackend>>;
+    if (options.mongoUrl) backend = await mongoBackend(options.mongoUrl);
+    else {
+      // Our own pool, because the backend's would have no error listener: a connection dropped by
+      // the server while idle would end the process. pg-pool replaces dropped connections itself.
+      // One connection is held by LISTEN.
+      pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, application_name: "svc-gateway jobs" });
+      pool.on("error", (err) => logger.warn({ err }, "job runner: database connection lost; the pool opens a new one when needed"));
+      backend = new PostgresBackend({ pool, disableNotifications: options.embedded });
+      // The LISTEN connection reconnects by itself (every 100 ms); without a listener its errors
+      // would be thrown. Logged once per loss, and once when it is back.
+      const channel = backend.notificationChannel;
+      let channelDown = false;
+      channel?.on("error", (err: unknown) => {
+        if (!channelDown) logger.warn({ err }, "job runner: notification channel lost; it reconnects, polling meanwhile");
+        channelDown = true;
+      });
+      channel?.on("stateChange", (state: string) => {
+        if (state === "connected" && channelDown) logger.info("job runner: notification channel is back");
+        if (state === "connected") channelDown = false;
+      });
+    }
+    const connected = backend;
+    await waitForDependency(() => connected.connect(), {
+      what: options.mongoUrl ? `the MongoDB job backend at ${endpointOf(options.mongoUrl)}` : "the job tables",
+      waitMs: options.waitMs ?? 0,
+      setting: "DATABASE_WAIT_S",
+      retryable: (err) => isDatabaseUnavailable(err) || isMongoUnavailable(err),
+      logger,
+    }).catch(async (err: unknown) => {
+      await pool?.end().catch(() => undefined);
+      throw err;
     });
+    // Agenda's constructor connects the backend again and does not handle a rejection (the
+    // process would end): connected already, the second call has nothing to do.
+    backend.connect = () => Promise.resolve();
     const agenda = new Agenda({
       backend,
       processEvery: options.processEveryMs ?? (options.embedded ? 500 : 2000),
       defaultConcurrency: 10,
       maxConcurrency: 40,
     } as ConstructorParameters<typeof Agenda>[0]);
-    agenda.on("error", (err: unknown) => options.logger.error({ err }, "job runner error"));
-    return new JobRunner(agenda, options.logger);
+    agenda.on("error", (err: unknown) => {
+      // An outage makes every poll fail until it ends; Agenda polls again by itself.
+      if (isDatabaseUnavailable(err) || isMongoUnavailable(err)) logger.warn({ err }, "job runner: backend unavailable; polling again");
+      else logger.error({ err }, "job runner error");
+    });
+    return new JobRunner(agenda, logger, pool);
   }
 
   define<T>(job: JobDefinition<T>): void {
+    const lockLifetime = job.lockLifetimeMs ?? 60_000;
     this.agenda.define<T>(
       job.name,
       async (j) => {
         try {
-          await job.run(j.attrs.data);
+          // A job that meets a database outage (Agenda may have fetched it before the outage began)
+          // runs again once the database is back, within half its lock, rather than being marked
+          // failed and left to a sweep. Jobs are idempotent, so running again is safe.
+          await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
         } catch (err) {
           this.logger.error({ err, job: job.name }, "job failed");
           throw err;
         }
       },
-      { concurrency: job.concurrency ?? 5, lockLifetime: job.lockLifetimeMs ?? 60_000, removeOnComplete: job.removeOnComplete ?? false },
+      { concurrency: job.concurrency ?? 5, lockLifetime, removeOnComplete: job.removeOnComplete ?? false },
     );
   }
 
@@ -73,14 +127,22 @@ export class JobRunner {
 
   /** Finishes the jobs in flight (up to `timeoutMs`), then releases the rest for another process. */
   async stop(timeoutMs = 10_000): Promise<void> {
-    if (!this.started) return;
-    this.started = false;
-    await this.agenda.drain({ timeout: timeoutMs } as Parameters<Agenda["drain"]>[0]);
-    await this.agenda.stop(true);
+    if (this.started) {
+      this.started = false;
+      await this.agenda.drain({ timeout: timeoutMs } as Parameters<Agenda["drain"]>[0]);
+      await this.agenda.stop(true);
+    }
+    await this.pool?.end().catch(() => undefined);
   }
 }
 
 async function mongoBackend(url: string) {
   const { MongoBackend } = await import("@agendajs/mongo-backend");
-  return new MongoBackend({ address: url });
+  return new MongoBackend({ address: url, options: { serverSelectionTimeoutMS: MONGO_SELECTION_TIMEOUT_MS } });
+}
+
+/** The MongoDB driver's "no server reachable" errors. */
+function isMongoUnavailable(err: unknown): boolean {
+  const name = (err as { name?: unknown } | null)?.name;
+  return typeof name === "string" && /^Mongo(ServerSelection|Network|NetworkTimeout|TopologyClosed)Error$/.test(name);
 }

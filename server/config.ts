@@ -17,6 +17,8 @@ const Env = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   DATA_DIR: z.string().min(1).default("./.data"),
   JOBS_MONGODB_URL: z.string().min(1).optional(),
+  /** How long start-up waits for an unreachable database (and MongoDB job backend), seconds; then it exits. */
+  DATABASE_WAIT_S: z.coerce.number().int().min(0).max(3600).default(60),
   TRANSPORT: z.string().min(1).default("sandbox"),
   SMTP_URL: z.string().min(1).optional(),
   /** `log`: mail to the log and DATA_DIR/outbox. Unset: `smtp` with SMTP_URL, else `log` outside production. */
@@ -57,6 +59,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   jobsMongoUrl: string | undefined;
+  /** DATABASE_WAIT_S in milliseconds. */
+  databaseWaitMs: number;
   transport: string;
   /** Set when mail goes out by SMTP; undefined: the log transport (the development outbox). */
   smtpUrl: string | undefined;
@@ -118,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     dataDir,
     jobsMongoUrl: e.JOBS_MONGODB_URL,
+    databaseWaitMs: e.DATABASE_WAIT_S * 1000,
     transport: e.TRANSPORT,
     smtpUrl,
     mailFrom: e.MAIL_FROM,

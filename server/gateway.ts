@@ -1,6 +1,6 @@
-// Assembling the process: config → database → jobs → http, and taking it apart again in reverse.
+// Assembling the process: http (probes only) → database → jobs → the full app, and taking it apart again in reverse.
 import { ApiKeyCache } from "./auth/key-cache.js";
-import type { Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { JobRunner } from "../jobs/runner.js";
@@ -8,10 +8,12 @@ import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import { createDispatcher, createServices, type AppContext } from "./context.js";
 import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
+import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
+import { createStartingApp } from "./ops/starting.js";
 import { EngineRegistry } from "./engines/engine.js";
 import { createSandboxEngine } from "./engines/sandbox/index.js";
 
@@ -32,34 +34,70 @@ export interface StartOptions {
 
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger });
-  const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
-  const mailer = createMailer({
-    smtpUrl: config.smtpUrl,
-    from: config.mailFrom,
-    outboxDir: join(config.dataDir, "outbox"),
-    logger,
-    production: config.production,
+  const metrics = new Metrics();
+  // The port is opened first and answers the probes while start-up waits for the database and the
+  // job backend (DATABASE_WAIT_S): alive, not ready, naming what is awaited. The full app takes
+  // over the same server once everything is up.
+  let awaiting = "database";
+  let handler: RequestListener = createStartingApp(config, logger, metrics, { unavailable: async () => [awaiting] });
+  const server = createServer((req, res) => handler(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+    server.listen(config.port, config.host);
   });
-  const engines = new EngineRegistry();
-  if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
-  // The embedded database cannot LISTEN: keys are looked up on every request there.
-  const keyCache = new ApiKeyCache(database.embedded ? null : database.url, logger);
-  await keyCache.start();
-  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines, keyCache };
-  const base = { ...deps, dispatcher: createDispatcher(deps) };
-  const ctx: AppContext = { ...base, services: createServices(base) };
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
 
-  await bootstrap(ctx);
-  await defineJobs(ctx);
-  await jobs.start();
-  await scheduleRecurringJobs(ctx);
+  const opened: { close(): Promise<void> | void }[] = [];
+  let database: Database;
+  let jobs: JobRunner;
+  let ctx: AppContext;
+  try {
+    database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs });
+    opened.push(database);
+    awaiting = "job runner";
+    const runner = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
+    jobs = runner;
+    opened.push({ close: () => runner.stop() });
+    const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger, production: config.production });
+    opened.push(mailer);
+    const engines = new EngineRegistry();
+    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
+    // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
+    // up on every request there.
+    const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
+    await keyCache.start();
+    opened.push({ close: () => keyCache.stop() });
+    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
+    const base = { ...deps, dispatcher: createDispatcher(deps) };
+    const started: AppContext = { ...base, services: createServices(base) };
+    ctx = started;
+    await defineJobs(started);
+    // The database may drop (or refuse: too many connections) between opening and here: the first
+    // writes wait for it as well. Each is safe to repeat.
+    await waitForDependency(
+      async () => {
+        await bootstrap(started);
+        await runner.start();
+        await scheduleRecurringJobs(started);
+      },
+      { what: "the database (first writes)", waitMs: config.databaseWaitMs, setting: "DATABASE_WAIT_S", retryable: isDatabaseUnavailable, logger },
+    );
+  } catch (err) {
+    // Nothing half-open is left behind: the caller reports the reason and exits.
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    for (const o of opened.reverse()) await o.close();
+    throw err;
+  }
+  const { engines, keyCache, mailer } = ctx;
   if (config.dispatch.enabled) ctx.dispatcher.start();
   ctx.services.webhookFanout.start();
   ctx.services.webhookDeliverer.start();
 
   let stopping = false;
-  const app = createApp(ctx, {
+  handler = createApp(ctx, {
     async unavailable() {
       const down: string[] = [];
       if (stopping) down.push("process (shutting down)");
@@ -68,13 +106,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       return down;
     },
   });
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   // Engines report to our HTTP callback route, so they start once it listens.
   await engines.open();
 

@@ -1,6 +1,7 @@
 // Process entry: start the gateway, stop it gracefully on SIGTERM/SIGINT.
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirInUseError } from "./db/data-dir-lock.js";
+import { DependencyUnavailableError } from "./db/availability.js";
 import { startGateway } from "./gateway.js";
 import { createLogger } from "./logger.js";
 
@@ -16,7 +17,18 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  const gateway = await startGateway(config, { logger });
+  logger.info({ port: config.port, host: config.host }, "starting: /healthz answers now, /readyz once the database and the job backend are up");
+  let gateway;
+  try {
+    gateway = await startGateway(config, { logger });
+  } catch (err) {
+    // A dependency that never came up within DATABASE_WAIT_S: one line, not a stack.
+    if (err instanceof DependencyUnavailableError) {
+      console.error(`svc-gateway: cannot start: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
   logger.info({ url: gateway.url, base_url: config.baseUrl }, `svc-gateway listening on ${gateway.url}`);
 
   const shutdown = (signal: string) => {

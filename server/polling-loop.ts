@@ -2,8 +2,13 @@
 // callbacks, event fan-out, webhook deliveries). Each turn runs `tick`, which does a batch of work
 // and answers how much; after a batch that was not full the loop waits `idleMs` before the next
 // turn, unless `wake()` ends the wait early (this process just made work). A full batch is
-// followed at once by the next, since more is likely waiting.
+// followed at once by the next, since more is likely waiting. Failed turns back off (doubling up
+// to MAX_BACKOFF_MS) so that an outage is not hammered, and the loop resumes by itself after it.
+import { backoffMs, isDatabaseUnavailable, unavailableReason } from "./db/availability.js";
 import type { Logger } from "./logger.js";
+
+/** Longest wait between failed turns: the loop is back within this long after the database is. */
+export const MAX_BACKOFF_MS = 2_000;
 
 export interface PollingLoopOptions {
   /** Does one batch of work; answers how much it did. */
@@ -48,27 +53,35 @@ export class PollingLoop {
   }
 
   private async run(): Promise<void> {
-    const { tick, full, logger, errorMessage } = this.options;
+    const { tick, full, logger, errorMessage, idleMs } = this.options;
+    let failures = 0;
     while (this.isRunning) {
       let done = 0;
       try {
         done = await tick();
+        if (failures > 0) logger.info({ failed_turns: failures }, `${errorMessage}: recovered`);
+        failures = 0;
       } catch (err) {
-        // Once stopping, a tick may fail because the shutdown closes what it uses: not worth a log line.
-        if (this.isRunning) logger.error({ err }, errorMessage);
+        failures++;
+        // Once stopping, a tick may fail because the shutdown closes what it uses: not worth a log
+        // line. An outage is logged once when it starts, not on every turn it lasts.
+        if (!this.isRunning) break;
+        if (!isDatabaseUnavailable(err)) logger.error({ err }, errorMessage);
+        else if (failures === 1) logger.warn({ reason: unavailableReason(err) }, `${errorMessage}: database unavailable; backing off until it is back`);
       }
-      if (!full(done) && this.isRunning) await this.idle();
+      if (failures > 0) await this.idle(Math.max(idleMs, backoffMs(failures, idleMs, MAX_BACKOFF_MS)));
+      else if (!full(done) && this.isRunning) await this.idle(idleMs);
     }
   }
 
-  private idle(): Promise<void> {
+  private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.wakeUp = undefined;
         resolve();
       };
-      const timer = setTimeout(done, this.options.idleMs);
+      const timer = setTimeout(done, ms);
       this.wakeUp = done;
     });
   }

@@ -18,6 +18,8 @@ export interface TestEnv {
   dataDir: string;
   /** The database URL this run uses (a fresh database, or the embedded one). */
   databaseUrl: string;
+  /** The capture server's address, for gateways started by tests (SMTP_URL). */
+  smtpUrl: string;
 }
 
 let env: TestEnv | undefined;
@@ -79,7 +81,7 @@ export const mochaHooks = {
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     });
     const gateway = await startGateway(config, { inMemoryDatabase: true, logger: createLogger(config.logLevel) });
-    env = { gateway, mailbox, baseUrl: gateway.url, dataDir, databaseUrl: gateway.database.url };
+    env = { gateway, mailbox, baseUrl: gateway.url, dataDir, databaseUrl: gateway.database.url, smtpUrl };
   },
 
   async afterAll(this: Mocha.Context) {

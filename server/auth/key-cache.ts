@@ -12,6 +12,7 @@
 // invalidation is not stored (the generation check). Only keys that resolved are cached; an
 // unknown key always reaches the database. Not used on the embedded database (no LISTEN there).
 import pg from "pg";
+import { backoffMs } from "../db/availability.js";
 import type { ApiKeyPrincipal } from "../http/principal.js";
 import type { Logger } from "../logger.js";
 
@@ -19,7 +20,9 @@ export const AUTH_CHANGED_CHANNEL = "svc_auth_changed";
 
 const TTL_MS = 60_000;
 const MAX_ENTRIES = 10_000;
+/** Reconnection backs off from 1 s to 10 s while the database stays away. */
 const RECONNECT_MS = 1_000;
+const RECONNECT_MAX_MS = 10_000;
 
 export class ApiKeyCache {
   private readonly entries = new Map<string, { principal: ApiKeyPrincipal; until: number }>();
@@ -28,6 +31,8 @@ export class ApiKeyCache {
   private listening = false;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
+  /** Failed reconnections in a row: sets the backoff, and only the first is logged. */
+  private failures = 0;
 
   constructor(
     /** The database to LISTEN on; null disables the cache. */
@@ -78,7 +83,10 @@ export class ApiKeyCache {
   private async listen(): Promise<void> {
     const client = new pg.Client({ connectionString: this.databaseUrl!, application_name: "svc-gateway auth cache" });
     client.on("notification", () => this.invalidate());
-    client.on("error", (err) => this.logger.warn({ err }, "auth cache: LISTEN connection failed; cache bypassed until it is back"));
+    // Without this listener the connection's error would end the process; "end" follows and reconnects.
+    client.on("error", (err) => {
+      if (this.failures === 0) this.logger.warn({ err }, "auth cache: LISTEN connection failed; cache bypassed until it is back");
+    });
     client.on("end", () => {
       this.listening = false;
       this.invalidate();
@@ -88,6 +96,8 @@ export class ApiKeyCache {
     await client.connect();
     await client.query(`LISTEN ${AUTH_CHANGED_CHANNEL}`);
     if (!this.stopped) this.listening = true;
+    if (this.failures > 0) this.logger.info({ failed_attempts: this.failures }, "auth cache: LISTEN connection is back; cache in use");
+    this.failures = 0;
   }
 
   private async reconnect(): Promise<void> {
@@ -95,7 +105,8 @@ export class ApiKeyCache {
     try {
       await this.listen();
     } catch (err) {
-      this.logger.warn({ err }, "auth cache: cannot LISTEN; cache bypassed, retrying");
+      if (this.failures === 0) this.logger.warn({ err }, "auth cache: cannot LISTEN; cache bypassed, retrying");
+      this.failures++;
       await this.client?.end().catch(() => undefined);
       this.scheduleReconnect();
     }
@@ -106,7 +117,7 @@ export class ApiKeyCache {
     this.retry = setTimeout(() => {
       this.retry = null;
       void this.reconnect();
-    }, RECONNECT_MS);
+    }, backoffMs(this.failures, RECONNECT_MS, RECONNECT_MAX_MS));
     this.retry.unref();
   }
 }

@@ -3,6 +3,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
 import type { PlanFeature, ProblemCode } from "../../contract/common.js";
+import { DATABASE_RETRY_AFTER_S, isDatabaseUnavailable } from "../db/availability.js";
 
 export const ERROR_CODES = {
   validation_failed: { status: 400, title: "The request is invalid" },
@@ -101,6 +102,11 @@ export function errorMiddleware(err: unknown, req: Request, res: Response, _next
   if (status === 413) return sendProblem(res, new ApiError("payload_too_large"));
   if (status !== undefined && status >= 400 && status < 500) {
     return sendProblem(res, new ApiError("validation_failed", "The request body could not be read."));
+  }
+  // An outage is not a bug: the client is told to retry (with the same Idempotency-Key for a send).
+  if (isDatabaseUnavailable(err)) {
+    req.log?.warn({ err }, "database unavailable");
+    return sendProblem(res, new ApiError("unavailable", "The database is unavailable; retry later.", { retryAfter: DATABASE_RETRY_AFTER_S, unavailable: ["database"] }));
   }
   req.log?.error({ err }, "unhandled error");
   sendProblem(res, new ApiError("internal", "An unexpected error occurred; quote the request_id when reporting it."));

@@ -7,6 +7,7 @@ import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
 import { EngineError, type EngineRegistry } from "../engines/engine.js";
+import { backoffMs, isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
@@ -24,6 +25,8 @@ const MAX_BACKOFF_MS = 5 * 60_000;
  */
 const HANDOFF_WINDOW_MS = 100;
 const HANDOFF_BATCH = 50;
+/** Longest wait between hand-off attempts while the database is unavailable. */
+const MAX_OUTAGE_BACKOFF_MS = 2_000;
 
 interface Claimed {
   message_id: string;
@@ -125,13 +128,25 @@ export class MessageDispatcher {
   private async drain(connectionId: string, lane: Lane): Promise<void> {
     lane.running = true;
     const perBatch = Math.max(1, Math.min(HANDOFF_BATCH, Math.floor(HANDOFF_WINDOW_MS / this.intervalMs)));
+    let outageTurns = 0;
     try {
       while (lane.queue.length) {
         const wait = lane.nextAt - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         const batch = lane.queue.splice(0, perBatch);
         lane.nextAt = Date.now() + this.intervalMs * batch.length;
-        await this.handOff(batch).catch((err: unknown) => this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed"));
+        try {
+          await this.handOff(batch);
+          outageTurns = 0;
+        } catch (err) {
+          // The database went away mid hand-off: the claims are still ours, so keep them and try
+          // again once it is back (the engine deduplicates a message handed off twice) rather than
+          // leave them locked until the lock expires. Not while stopping: they expire for others.
+          if (isDatabaseUnavailable(err) && this.loop.running) {
+            lane.queue.unshift(...batch);
+            await new Promise((r) => setTimeout(r, backoffMs(++outageTurns, 250, MAX_OUTAGE_BACKOFF_MS)));
+          } else this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed");
+        }
       }
     } finally {
       lane.running = false;
@@ -163,13 +178,23 @@ export class MessageDispatcher {
     } catch (err) {
       outcomes = marked.map(() => engineError(err));
     }
+    // An engine that failed because our database is unavailable (the sandbox keeps its network
+    // there) may have done the work and lost only the answer: that is not a failed send to record
+    // and retry later (its reports would then find the message `queued` and be refused). The
+    // hand-off is made again once the database is back; the engine deduplicates on the message id.
+    const lost = outcomes.find((o) => o instanceof EngineError && isDatabaseUnavailable(o.cause));
+    if (lost) throw (lost as EngineError).cause;
     const submitted = marked.flatMap((m, i) => (outcomes[i] instanceof EngineError ? [] : [{ id: m.m_id, providerMessageId: outcomes[i]!.providerMessageId }]));
-    if (submitted.length) await recordSubmitted(this.db, submitted);
+    // The engine's answers exist only here until written: through an outage (up to the claim's
+    // lock) they are written late rather than the messages handed off again. Each write is safe
+    // to repeat when its answer was lost.
+    const within = this.config.dispatch.lockSeconds * 1000;
+    if (submitted.length) await retryWhileUnavailable(() => recordSubmitted(this.db, submitted), within);
     for (const [i, m] of marked.entries()) {
       const e = outcomes[i];
       if (!(e instanceof EngineError)) continue;
-      if (e.permanent || m.attempts >= MAX_ATTEMPTS) await this.recordFailed(m.m_id, e, connection ?? null);
-      else await this.recordRetry(m.m_id, m.attempts, e);
+      if (e.permanent || m.attempts >= MAX_ATTEMPTS) await retryWhileUnavailable(() => this.recordFailed(m.m_id, e, connection ?? null), within);
+      else await retryWhileUnavailable(() => this.recordRetry(m.m_id, m.attempts, e), within);
     }
   }
 
@@ -184,5 +209,5 @@ export class MessageDispatcher {
 }
 
 function engineError(err: unknown): EngineError {
-  return err instanceof EngineError ? err : new EngineError(err instanceof Error ? err.message : String(err), false);
+  return err instanceof EngineError ? err : Object.assign(new EngineError(err instanceof Error ? err.message : String(err), false), { cause: err });
 }

@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { signWebhookPayload } from "../../sdk/src/webhooks.js";
+import { retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
@@ -196,14 +197,14 @@ export class WebhookDeliverer {
 
   /**
    * Runs a claiming statement. When its answer is lost (the statement may have committed), the
-   * claim is released at once rather than left to expire, so the deliveries are not held up.
+   * claim is released at once rather than left to expire, so the deliveries are not held up; in a
+   * database outage, as soon as the database is back.
    */
   private async claimed(token: string, sql: string, params: unknown[]): Promise<Claimed[]> {
     try {
       return (await rows<Omit<Claimed, "token">>(this.db, sql, params)).map((c) => ({ ...c, token }));
     } catch (err) {
-      await this.db
-        .query(`UPDATE webhook_deliveries SET locked_until = NULL, claim_token = NULL WHERE claim_token = $1`, [token])
+      await retryWhileUnavailable(() => this.db.query(`UPDATE webhook_deliveries SET locked_until = NULL, claim_token = NULL WHERE claim_token = $1`, [token]), this.lockMs)
         .catch((releaseErr: unknown) => this.logger.warn({ err: releaseErr }, "webhook claim not released; it will expire"));
       throw err;
     }
@@ -321,12 +322,10 @@ export class WebhookDeliverer {
     }
     const outcome: AttemptOutcome = { attemptedAt, trigger, statusCode, latencyMs, errorCode, error, status, nextAttemptAt };
     // Recording is idempotent (it needs the claim token, which it clears), so a lost answer is
-    // simply recorded again; only if that fails too is the claim left to expire and the event
-    // delivered once more.
-    const recorded = await this.record(c, outcome, retryStep).catch(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      return this.record(c, outcome, retryStep);
-    });
+    // simply recorded again, and through a database outage it is retried for as long as the claim
+    // holds; only an outage longer than that leaves the claim to expire and the event delivered
+    // once more.
+    const recorded = await retryWhileUnavailable(() => this.record(c, outcome, retryStep), this.lockMs - this.options.timeoutMs);
     if (recorded === "pending" && nextAttemptAt && this.options.scheduleRetry) {
       await this.options.scheduleRetry(c.id, nextAttemptAt).catch((err: unknown) =>
         this.logger.warn({ err, delivery_id: c.id }, "webhook retry job not created; the worker loop will take the retry when it is overdue"),

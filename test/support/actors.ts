@@ -48,15 +48,18 @@ export function clientAddress(): string {
   return `10.${b[0]}.${b[1]}.${b[2]}`;
 }
 
-/** Requests a code, reads it from the SMTP capture, verifies it: returns the session cookie. */
-export async function signIn(email: string, ip = clientAddress()): Promise<string> {
+/**
+ * Requests a code, reads it from the SMTP capture, verifies it: returns the session cookie. On
+ * the test gateway unless `baseUrl` names another (one started by a test, mailing the capture).
+ */
+export async function signIn(email: string, ip = clientAddress(), baseUrl = testEnv().baseUrl): Promise<string> {
   const { mailbox } = testEnv();
   const since = mailbox.mails.length;
   const headers = { "x-forwarded-for": ip };
-  const requested = await createClient({ baseUrl: testEnv().baseUrl, headers }).auth.requestCode({ body: { email } });
+  const requested = await createClient({ baseUrl, headers }).auth.requestCode({ body: { email } });
   if (requested.status !== 202) throw new Error(`request-code answered ${requested.status}`);
   const [, code] = await mailbox.waitFor(email, /sign-in code is (\d{6})/, since);
-  const verified = await fetch(`${testEnv().baseUrl}/v1/auth/verify`, {
+  const verified = await fetch(`${baseUrl}/v1/auth/verify`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ email, code }),

@@ -16,6 +16,8 @@ export interface ChildGateway {
   /** SIGTERM: the graceful shutdown path. Resolves with the exit code. */
   terminate(): Promise<number | null>;
   output(): string;
+  /** Resolves with the exit code once the process has ended by itself or been stopped. */
+  exited: Promise<number | null>;
 }
 
 export async function freePort(): Promise<number> {
@@ -29,6 +31,8 @@ export async function freePort(): Promise<number> {
 export interface ChildOptions {
   /** Started under this umask (e.g. "000"), as an operator's shell may be set. */
   umask?: string;
+  /** Resolve once /readyz answers 200 (default); false: as soon as the process is spawned. */
+  ready?: boolean;
 }
 
 /** The child's environment; a variable given as undefined is left unset (e.g. DATABASE_URL for the embedded database). */
@@ -61,10 +65,11 @@ export async function startChildGateway(env: Record<string, string | undefined> 
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   // The embedded database takes a few seconds more to start than a connection to PostgreSQL.
   const deadline = Date.now() + 60_000;
-  for (;;) {
+  while (options.ready !== false) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
     if (ready) break;
@@ -74,7 +79,6 @@ export async function startChildGateway(env: Record<string, string | undefined> 
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return {
     url,
     process: child,
@@ -86,6 +90,7 @@ export async function startChildGateway(env: Record<string, string | undefined> 
       child.kill("SIGTERM");
       return exited;
     },
+    exited,
     output: () => out,
   };
 }

@@ -3,6 +3,7 @@
 // reports together as one batch in due order, until the gateway acknowledges them: a gateway that is down or restarting loses nothing. Several processes
 // may poll the same table; a claim locks rows for a while, so a poller that dies hands them on.
 import type { DataSource } from "typeorm";
+import { retryWhileUnavailable } from "../../db/availability.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { PollingLoop } from "../../polling-loop.js";
@@ -97,7 +98,7 @@ export class CallbackOutbox {
       }),
     );
     if (unposted.length) {
-      await this.db.query(`UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[])`, [unposted]);
+      await this.write(`UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[])`, [unposted]);
     }
     return claimed.length;
   }
@@ -107,7 +108,7 @@ export class CallbackOutbox {
    * together. False when they are to be retried later.
    */
   private async deliver(reports: Claimed[]): Promise<boolean> {
-    const url = await this.callbackUrlFor(reports[0]!.connection_id);
+    const url = await retryWhileUnavailable(() => this.callbackUrlFor(reports[0]!.connection_id), CLAIM_SECONDS * 1000);
     if (!url) {
       await this.drop(reports, "the connection no longer exists");
       return true;
@@ -123,7 +124,7 @@ export class CallbackOutbox {
       });
       const text = await res.text();
       if (res.ok) {
-        await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [ids]);
+        await this.write(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [ids]);
         return true;
       }
       // 404: the gateway no longer knows the connection (deleted); 4xx: a report it will never
@@ -146,7 +147,7 @@ export class CallbackOutbox {
       return true;
     }
     const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempts - 1, 10));
-    await this.db.query(
+    await this.write(
       `UPDATE sandbox_callbacks SET due_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3 WHERE id = ANY($1::bigint[])`,
       [ids, String(backoff), failure],
     );
@@ -159,6 +160,15 @@ export class CallbackOutbox {
       if (loud) this.logger.error(entry, "sandbox dropped a callback");
       else this.logger.debug(entry, "sandbox dropped a callback");
     }
-    await this.db.query(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [reports.map((r) => r.id)]);
+    await this.write(`DELETE FROM sandbox_callbacks WHERE id = ANY($1::bigint[])`, [reports.map((r) => r.id)]);
+  }
+
+  /**
+   * Settles claimed rows (acknowledged, released, rescheduled). Through a database outage the
+   * write is retried while the claim holds, so the reports move on as soon as the database is
+   * back instead of when their lock expires; each of these writes is safe to repeat.
+   */
+  private async write(sql: string, params: unknown[]): Promise<void> {
+    await retryWhileUnavailable(() => this.db.query(sql, params), CLAIM_SECONDS * 1000);
   }
 }

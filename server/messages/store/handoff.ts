@@ -55,7 +55,7 @@ export async function recordSubmitted(db: DataSource, submitted: { id: string; p
      ), m AS (
        UPDATE messages t SET status = CASE WHEN t.status = ANY($3::text[]) THEN $4 ELSE t.status END,
                              provider_message_id = v.provider_message_id, updated_at = now()
-         FROM v WHERE t.id = v.id RETURNING t.id, v.n
+         FROM v WHERE t.id = v.id AND t.provider_message_id IS DISTINCT FROM v.provider_message_id RETURNING t.id, v.n
      ), t AS (
        INSERT INTO message_timeline (message_id, status, detail) SELECT id, $4, NULL FROM m ORDER BY n
      )
