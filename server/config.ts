@@ -39,6 +39,10 @@ const Env = z.object({
   DISPATCH_LOCK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /** `off` runs an API-only process that accepts but does not hand off (another process does). */
   DISPATCHER: z.enum(["on", "off"]).default("on"),
+  /** Baileys engine: how long a process's hold on a connection's socket lasts unrenewed (docs/engines.md). */
+  BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
+  /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
+  BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
   /** Requests per minute per API key (our decision, docs/decisions.md). */
   API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
 });
@@ -73,6 +77,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
+  baileys: { leaseSeconds: number; socketModule: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -88,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (production) {
     const missing = (["DATABASE_URL", "SECRET_KEY", "BASE_URL"] as const).filter((k) => !e[k]);
     if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
+    // A production gateway always talks to the real network.
+    if (e.BAILEYS_SOCKET_MODULE) throw new ConfigError("BAILEYS_SOCKET_MODULE is for tests and is refused with NODE_ENV=production");
   }
   const dataDir = resolve(e.DATA_DIR);
   const webhookAllowPrivate = (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean);
@@ -124,6 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
   };
 }
 

@@ -14,6 +14,8 @@ import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
 import { EngineRegistry } from "./engines/engine.js";
 import { createSandboxEngine } from "./engines/sandbox/index.js";
+import { BaileysEngine } from "./engines/baileys/engine.js";
+import { rows } from "./db/rows.js";
 
 export interface Gateway {
   ctx: AppContext;
@@ -36,11 +38,27 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const jobs = await JobRunner.create({ databaseUrl: database.url, embedded: database.embedded, mongoUrl: config.jobsMongoUrl, logger });
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger });
   const engines = new EngineRegistry();
+  const metrics = new Metrics();
+  metrics.countConnectionsWith(() =>
+    rows(database.dataSource, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`),
+  );
   if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
+  // Always registered: a connection keeps the engine it was created with, whatever TRANSPORT says now.
+  engines.register(
+    new BaileysEngine({
+      db: database.dataSource,
+      secretKey: config.secretKey,
+      logger,
+      metrics,
+      mediaPolicy: { allowPrivate: config.webhooks.allowPrivate },
+      leaseSeconds: config.baileys.leaseSeconds,
+      socketModule: config.baileys.socketModule,
+    }),
+  );
   // The embedded database cannot LISTEN: keys are looked up on every request there.
   const keyCache = new ApiKeyCache(database.embedded ? null : database.url, logger);
   await keyCache.start();
-  const deps = { config, db: database.dataSource, logger, mailer, metrics: new Metrics(), jobs, engines, keyCache };
+  const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
   const base = { ...deps, dispatcher: createDispatcher(deps) };
   const ctx: AppContext = { ...base, services: createServices(base) };
 

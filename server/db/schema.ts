@@ -14,6 +14,7 @@ import { SANDBOX_ENTITIES } from "../engines/sandbox/entities.js";
 import { Schedule, ScheduleRun } from "../schedules/entities.js";
 import { Webhooks1732240400000 } from "./migrations/1732240400000-webhooks.js";
 import { AuthChanges1732240500000 } from "./migrations/1732240500000-auth-changes.js";
+import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { WEBHOOK_ENTITIES } from "../webhooks/entities.js";
 
 export const ENTITIES = [
@@ -39,4 +40,4 @@ export const ENTITIES = [
   ...WEBHOOK_ENTITIES,
 ];
 
-export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000, Sandbox1732240200000, Schedules1732240300000, Webhooks1732240400000, AuthChanges1732240500000];
+export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000, Sandbox1732240200000, Schedules1732240300000, Webhooks1732240400000, AuthChanges1732240500000, Baileys1732250500000];

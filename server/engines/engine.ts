@@ -43,6 +43,11 @@ export interface Engine {
   readonly name: string;
   /** Begin pairing; returns the pairing payload to show as a QR code. */
   startPairing(connection: EngineConnection): Promise<{ payload: string }>;
+  /**
+   * Optional: the pairing payload to show now, for engines whose payload rotates while the grant
+   * is open (a real socket's QR refreshes every 20 s or so); null when there is none.
+   */
+  currentPairing?(connection: EngineConnection): Promise<string | null>;
   /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */
   send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }>;
   /**

@@ -17,6 +17,7 @@ import { fromRow } from "../messages/dispatcher.js";
 import { transition } from "../messages/status.js";
 import { messageView } from "../messages/view.js";
 import { countMessage } from "../workspace/usage.js";
+import { recordPhoneOutbound } from "./phone-outbound.js";
 
 export interface ProviderAck {
   accepted: boolean;
@@ -58,6 +59,7 @@ export class ProviderCallbackService {
         // The first of an event_id only: a repeat within the batch is a redelivery too.
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
+        else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)).accepted || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { testEnv } from "../setup.js";
+import { STAND_IN_MODULE, testEnv } from "../setup.js";
 
 export interface ChildGateway {
   url: string;
@@ -40,6 +40,7 @@ export async function startChildGateway(env: Record<string, string> = {}): Promi
       // Same key as the test gateway: callback tokens and cursors must agree across processes.
       SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
       LOG_LEVEL: "info",
+      BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
