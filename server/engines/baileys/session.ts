@@ -71,7 +71,8 @@ export class Session {
   /** Opens the socket (again). */
   async connect(): Promise<void> {
     if (this.ended) return;
-    this.auth = await loadAuthState(this.host.db, this.host.secretKey, this.connectionId);
+    // Loaded once: a reconnect goes on with the credentials in memory (a write may be in flight).
+    this.auth ??= await loadAuthState(this.host.db, this.host.secretKey, this.connectionId);
     const socket = await this.host.factory({
       connectionId: this.connectionId,
       auth: this.auth.state,
