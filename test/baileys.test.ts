@@ -13,7 +13,7 @@ import { standIn, type StandInSocket } from "./support/baileys-stand-in.js";
 import { baileysEngine, createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
 import { uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
-import { MAX_QR_ROTATIONS, reconnectDelay, RECONNECT_MAX_MS } from "../server/engines/baileys/session.js";
+import { MAX_QR_ROTATIONS } from "../server/engines/baileys/session.js";
 import { networkMessageId } from "../server/engines/baileys/translate.js";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
@@ -175,6 +175,85 @@ describe("Baileys engine (stand-in socket)", function () {
       const again = await engine.send({ id: connectionId, callbackUrl: "unused" }, { messageId: m.id, to: m.to as string, body: "once", media: null, location: null });
       expect(again.providerMessageId).to.equal(m.provider_message_id);
       expect(socket.calls.filter((c) => (c.args[2] as { messageId?: string } | undefined)?.messageId === m.provider_message_id)).to.have.length(1);
+    });
+  });
+
+  describe("inbound and the phone's own messages", () => {
+    let slug: string;
+    let connectionId: string;
+    let linked: string;
+    let socket: StandInSocket;
+    let n = 0;
+
+    before(async () => {
+      slug = slugOf("bly-in");
+      linked = uniquePhone("+1558");
+      ({ connection: { id: connectionId } } = await pairBaileys(client, slug, linked));
+      socket = await liveSocket(connectionId, (s) => s.user !== undefined);
+    });
+
+    const now = () => Math.floor(Date.now() / 1000);
+    const upsert = (key: Record<string, unknown>, message: Record<string, unknown>) => {
+      const id = `IN${randomBytes(8).toString("hex").toUpperCase()}`;
+      socket.emit("messages.upsert", { type: "notify", messages: [{ key: { id, ...key }, message, messageTimestamp: now() + n++ }] });
+      return id;
+    };
+    const recorded = (providerId: string) =>
+      waitFor(
+        async () => (await expectOk(client.messages.list({ query: { connection: slug, limit: 100 } }))).data.find((m) => m.provider_message_id === providerId),
+        (m) => m !== undefined,
+      );
+
+    it("records inbound text, media with caption, a location and a group message, contacts by phone number", async () => {
+      const from = uniquePhone("+1559");
+      const text = await recorded(upsert({ remoteJid: `${digits(from)}@s.whatsapp.net`, fromMe: false }, { conversation: "hi there" }));
+      expect(text).to.include({ direction: "inbound", status: "delivered", from, body: "hi there" });
+      expect(text!.to).to.equal(linked);
+
+      const media = await recorded(
+        upsert({ remoteJid: `${digits(from)}@s.whatsapp.net` }, { imageMessage: { url: "https://mmg.whatsapp.net/d/f/abc.enc", mimetype: "image/jpeg", caption: "look" } }),
+      );
+      expect(media!.body).to.equal("look");
+      expect(media!.media).to.deep.include({ kind: "image", mimetype: "image/jpeg" });
+      const doc = await recorded(upsert({ remoteJid: `${digits(from)}@s.whatsapp.net` }, { documentMessage: { mimetype: "application/pdf", fileName: "offer.pdf" } }));
+      expect(doc!.media).to.deep.include({ kind: "document", filename: "offer.pdf" });
+
+      const loc = await recorded(upsert({ remoteJid: `${digits(from)}@s.whatsapp.net` }, { locationMessage: { degreesLatitude: 48.85, degreesLongitude: 2.35, name: "Paris" } }));
+      expect(loc!.location).to.deep.equal({ latitude: 48.85, longitude: 2.35, title: "Paris" });
+
+      const lid = uniqueLid();
+      const group = await recorded(
+        upsert({ remoteJid: "120363000000000002@g.us", participant: `${lid}@lid`, participantAlt: `${digits(from)}@s.whatsapp.net` }, { extendedTextMessage: { text: "in the group" } }),
+      );
+      expect(group).to.deep.include({ from, to: { group: "120363000000000002@g.us" }, body: "in the group" });
+    });
+
+    it("reports a contact known only by LID by its phone number, through the map kept in PostgreSQL", async () => {
+      const from = uniquePhone("+1559");
+      const lid = uniqueLid();
+      await recorded(upsert({ remoteJid: `${lid}@lid`, remoteJidAlt: `${digits(from)}@s.whatsapp.net` }, { conversation: "first, with both forms" }));
+      const [row] = (await db().query(`SELECT phone FROM baileys_lid_map WHERE connection_id = $1 AND lid = $2`, [connectionId, `${lid}@lid`])) as { phone: string }[];
+      expect(row!.phone).to.equal(from);
+      const later = await recorded(upsert({ remoteJid: `${lid}@lid` }, { conversation: "then by LID alone" }));
+      expect(later!.from).to.equal(from);
+      const unknownLid = uniqueLid();
+      const unmapped = await recorded(upsert({ remoteJid: `${unknownLid}@lid` }, { conversation: "never seen" }));
+      expect(unmapped!.from).to.equal(`${unknownLid}@lid`);
+    });
+
+    it("records what the phone itself wrote as an outbound message the gateway did not send, and not the echo of its own sends", async () => {
+      const to = uniquePhone("+1559");
+      const id = upsert({ remoteJid: `${digits(to)}@s.whatsapp.net`, fromMe: true }, { conversation: "typed on the phone" });
+      const m = await recorded(id);
+      expect(m).to.deep.include({ direction: "outbound", status: "sent", to, from: linked, body: "typed on the phone", metadata: { origin: "phone" } });
+
+      const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body: "from the API" } }));
+      const ours = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.provider_message_id !== null);
+      socket.emit("messages.upsert", { type: "notify", messages: [{ key: { remoteJid: `${digits(to)}@s.whatsapp.net`, fromMe: true, id: ours.provider_message_id }, message: { conversation: "from the API" }, messageTimestamp: now() }] });
+      const marker = await recorded(upsert({ remoteJid: `${digits(to)}@s.whatsapp.net`, fromMe: true }, { conversation: "after the echo" }));
+      expect(marker).to.not.equal(undefined);
+      const all = (await expectOk(client.messages.list({ query: { connection: slug, limit: 100 } }))).data;
+      expect(all.filter((x) => x.provider_message_id === ours.provider_message_id)).to.have.length(1);
     });
   });
 });
