@@ -27,6 +27,8 @@ const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
 const REPORT_ATTEMPTS = 6;
+/** How often a process prunes the message store of entries too old for retry requests. */
+const PRUNE_EVERY_MS = 60 * 60_000;
 
 export interface BaileysOptions {
   db: DataSource;
@@ -51,6 +53,7 @@ export class BaileysEngine implements Engine {
   private running = false;
   /** When the leases were last renewed: past it plus the lease period minus a margin, sockets close. */
   private renewedAt = 0;
+  private prunedAt = 0;
 
   constructor(private readonly options: BaileysOptions) {
     this.leases = new Leases(options.db, options.leaseSeconds);
@@ -110,6 +113,10 @@ export class BaileysEngine implements Engine {
         this.sessions.delete(id);
         if (verdict === "logout") await session.logout();
         else await session.end();
+      }
+      if (Date.now() - this.prunedAt > PRUNE_EVERY_MS) {
+        this.prunedAt = Date.now();
+        await this.host.store.pruneMessages();
       }
       if (this.running) {
         for (const id of await this.leases.orphans(BAILEYS_ENGINE, TAKE_UP_PER_POLL)) {
