@@ -16,6 +16,7 @@ import { CHECK_TIMEOUT_MS, reconnectDelay, RECONNECT_BASE_MS, RECONNECT_MAX_MS }
 import { fetchMedia } from "../server/engines/baileys/media.js";
 import { parseAllowList } from "../server/webhooks/address-policy.js";
 import { EngineError } from "../server/engines/engine.js";
+import { loadAuthState, wipeSession } from "../server/engines/baileys/auth-state.js";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
 const db = () => testEnv().gateway.ctx.db;
@@ -143,5 +144,34 @@ describe("Baileys media fetch limits", () => {
     expect(slow).to.include({ code: "media_fetch_failed" });
     const refused = await failure(fetchMedia({ url: `${base}/f?size=1` }, { allowPrivate: parseAllowList([]) }));
     expect(refused).to.include({ code: "media_url_refused" });
+  });
+});
+
+describe("Baileys auth state in PostgreSQL", () => {
+  it("writes, reads and deletes signal keys, sealed, and wipes them with the session", async () => {
+    const id = `con_authtest_${randomBytes(4).toString("hex")}`;
+    const secret = testEnv().gateway.ctx.config.secretKey;
+    const first = await loadAuthState(db(), secret, id);
+    expect(first.restored).to.equal(false);
+    await first.saveCreds();
+    const session = Buffer.from("session-bytes-0123456789");
+    await first.state.keys.set({ session: { "a.0": session, "b.0": Buffer.from("other") }, "pre-key": { "7": { public: Buffer.from([1]), private: Buffer.from([2]) } } });
+    const raw = (await db().query(`SELECT value_sealed FROM baileys_auth WHERE connection_id = $1`, [id])) as { value_sealed: string }[];
+    expect(raw).to.have.length(4);
+    for (const r of raw) expect(r.value_sealed).to.not.contain("session-bytes");
+
+    const again = await loadAuthState(db(), secret, id);
+    expect(again.restored).to.equal(true);
+    expect(again.state.creds.noiseKey.public).to.deep.equal(first.state.creds.noiseKey.public);
+    const got = await again.state.keys.get("session", ["a.0", "missing"]);
+    expect(Buffer.from(got["a.0"]!).toString()).to.equal("session-bytes-0123456789");
+    expect(got).to.not.have.property("missing");
+    // A null value deletes the key, in the same update as the others.
+    await again.state.keys.set({ session: { "a.0": null, "c.0": Buffer.from("new") } });
+    expect(Object.keys(await again.state.keys.get("session", ["a.0", "b.0", "c.0"])).sort()).to.deep.equal(["b.0", "c.0"]);
+
+    await wipeSession(db(), id);
+    expect(await authCount(id)).to.equal(0);
+    expect((await loadAuthState(db(), secret, id)).restored).to.equal(false);
   });
 });

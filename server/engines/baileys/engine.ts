@@ -231,7 +231,13 @@ export class BaileysEngine implements Engine {
   }
 
   private async deliver(connectionId: string, events: Report[]): Promise<void> {
-    const body = ProviderCallbackBody.parse({ events: events.map((e) => ({ ...e, event_id: e.event_id ?? `bly_${randomToken(12)}` })) });
+    // The wire format's own checks, as on the HTTP route: a report that fails them is a bug to log, not to apply.
+    const parsed = ProviderCallbackBody.safeParse({ events: events.map((e) => ({ ...e, event_id: e.event_id ?? `bly_${randomToken(12)}` })) });
+    if (!parsed.success) {
+      this.options.logger.error({ connection_id: connectionId, types: events.map((e) => e.type), issues: parsed.error.issues }, "baileys report does not validate; dropped");
+      return;
+    }
+    const body = parsed.data;
     for (let attempt = 1; ; attempt++) {
       try {
         const connection = await this.options.db.getRepository(Connection).findOneBy({ id: connectionId });

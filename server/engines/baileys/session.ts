@@ -79,6 +79,11 @@ export class Session {
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
       logger: this.host.logger,
     });
+    if (this.ended) {
+      // Ended while the socket was being made (suspended, lease lost): it must not stay open.
+      await Promise.resolve(socket.end(undefined)).catch(() => undefined);
+      return;
+    }
     this.socket = socket;
     const on = <E extends keyof BaileysEventMap>(event: E, handle: (arg: BaileysEventMap[E]) => Promise<void>) =>
       socket.ev.on(event, (arg) => {
