@@ -17,6 +17,7 @@ import { fetchMedia } from "../server/engines/baileys/media.js";
 import { parseAllowList } from "../server/webhooks/address-policy.js";
 import { EngineError } from "../server/engines/engine.js";
 import { loadAuthState, wipeSession } from "../server/engines/baileys/auth-state.js";
+import { librarySocketFactory } from "../server/engines/baileys/socket.js";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
 const db = () => testEnv().gateway.ctx.db;
@@ -173,5 +174,27 @@ describe("Baileys auth state in PostgreSQL", () => {
     await wipeSession(db(), id);
     expect(await authCount(id)).to.equal(0);
     expect((await loadAuthState(db(), secret, id)).restored).to.equal(false);
+  });
+});
+
+describe("the library's own socket", () => {
+  it("takes our auth state and options, and reports a network it cannot reach as a close to retry", async () => {
+    const id = `con_libtest_${randomBytes(4).toString("hex")}`;
+    const auth = await loadAuthState(db(), testEnv().gateway.ctx.config.secretKey, id);
+    const socket = await librarySocketFactory({ connectionId: id, auth: auth.state, getMessage: async () => undefined, logger: testEnv().gateway.ctx.logger });
+    try {
+      // The test machines cannot reach the network: the library says so with a close (408), which
+      // the session retries with backoff. With network access the first QR would come instead.
+      const update = await new Promise<{ qr?: string; code?: number }>((resolve) =>
+        socket.ev.on("connection.update", (u) => {
+          if (u.qr) resolve({ qr: u.qr });
+          else if (u.connection === "close") resolve({ code: (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode });
+        }),
+      );
+      if (update.qr === undefined) expect(update.code).to.equal(408);
+    } finally {
+      await Promise.resolve(socket.end(undefined)).catch(() => undefined);
+      await wipeSession(db(), id);
+    }
   });
 });

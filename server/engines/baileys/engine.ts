@@ -54,6 +54,7 @@ export class BaileysEngine implements Engine {
   /** When the leases were last renewed: past it plus the lease period minus a margin, sockets close. */
   private renewedAt = 0;
   private prunedAt = 0;
+  private polling: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: BaileysOptions) {
     this.leases = new Leases(options.db, options.leaseSeconds);
@@ -85,13 +86,16 @@ export class BaileysEngine implements Engine {
     this.factory = await loadSocketFactory(this.options.socketModule);
     this.running = true;
     this.renewedAt = Date.now();
-    await this.poll();
+    this.polling = this.poll();
+    await this.polling;
   }
 
   /** Closes every socket of this process and hands its leases back, so another takes them at once. */
   async close(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    // A poll under way may be opening sockets: let it finish, then close what it opened too.
+    await this.polling;
     const sessions = [...this.sessions.values()];
     this.sessions.clear();
     await Promise.all(sessions.map(async (s) => {
@@ -99,6 +103,13 @@ export class BaileysEngine implements Engine {
       await this.leases.release(s.connectionId).catch(() => undefined);
     }));
     await Promise.all(this.reportChains.values());
+  }
+
+  private schedulePoll(): void {
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.polling = this.poll();
+    }, (this.options.leaseSeconds * 1000) / 4);
   }
 
   /** Every quarter lease period: renew, give up what is no longer ours, take up what nobody holds. */
@@ -132,7 +143,7 @@ export class BaileysEngine implements Engine {
         await Promise.all(sessions.map((s) => s.end()));
       }
     }
-    if (this.running) this.timer = setTimeout(() => void this.poll(), (this.options.leaseSeconds * 1000) / 4);
+    this.schedulePoll();
   }
 
   private async take(connectionId: string): Promise<Session> {

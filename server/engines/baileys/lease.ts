@@ -8,8 +8,12 @@ import type { DataSource } from "typeorm";
 import { rows } from "../../db/rows.js";
 import { randomToken } from "../../secrets.js";
 
-/** Connection states whose session a holder keeps; `connected` ones are also taken up when free. */
-const KEPT_STATES = ["connected", "pairing"];
+/**
+ * A holder keeps a session until its connection is suspended or deleted (a pairing session may
+ * still read `created` or `disconnected` for a moment: its state moves after the first QR).
+ * Only `connected` ones are taken up when free (orphans).
+ */
+const DROPPED_STATES = ["suspended", "deleted"];
 
 export class Leases {
   /** This process, as written in the rows it holds. */
@@ -35,7 +39,7 @@ export class Leases {
 
   /**
    * Extends the leases of `held` that are still ours and whose connection still wants a session;
-   * answers for each: keep it, drop it (lease lost, or the connection was suspended or unlinked:
+   * answers for each: keep it, drop it (lease lost, or the connection was suspended:
    * the row is removed so that no other process takes it up), or log out (the connection was deleted).
    */
   async renew(held: string[]): Promise<Map<string, "keep" | "drop" | "logout">> {
@@ -44,7 +48,7 @@ export class Leases {
     const found = await rows<{ connection_id: string; deleted: boolean; kept: boolean }>(
       this.db,
       `WITH c AS (
-         SELECT l.connection_id, c.deleted_at IS NOT NULL AS deleted, (c.state = ANY($4::text[]) AND c.deleted_at IS NULL) AS kept
+         SELECT l.connection_id, c.deleted_at IS NOT NULL AS deleted, (c.state <> ALL($4::text[]) AND c.deleted_at IS NULL) AS kept
            FROM baileys_leases l JOIN connections c ON c.id = l.connection_id
           WHERE l.holder = $1 AND l.connection_id = ANY($2::text[])
        ), renewed AS (
@@ -54,7 +58,7 @@ export class Leases {
          DELETE FROM baileys_leases l USING c WHERE l.connection_id = c.connection_id AND NOT c.kept AND l.holder = $1
        )
        SELECT * FROM c`,
-      [this.holder, held, this.ttlSeconds, KEPT_STATES],
+      [this.holder, held, this.ttlSeconds, DROPPED_STATES],
     );
     for (const r of found) out.set(r.connection_id, r.kept ? "keep" : r.deleted ? "logout" : "drop");
     return out;

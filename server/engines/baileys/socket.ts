@@ -26,16 +26,19 @@ export interface SocketOptions {
 
 export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<EngineSocket>;
 
-export const librarySocketFactory: SocketFactory = (options) =>
-  makeWASocket({
-    auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, options.logger as never) },
+export const librarySocketFactory: SocketFactory = (options) => {
+  // The library logs protocol nodes at debug and below (keys, message content): never let those through.
+  const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
+  return makeWASocket({
+    auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     getMessage: options.getMessage,
-    logger: options.logger.child({ component: "baileys" }) as never,
+    logger: logger as never,
     browser: Browsers.ubuntu("svc-gateway"),
     // A gateway is not a person at a screen: the phone keeps getting its notifications.
     markOnlineOnConnect: false,
     syncFullHistory: false,
   }) as unknown as EngineSocket;
+};
 
 /** The factory for this process: the library's, or the module named by BAILEYS_SOCKET_MODULE. */
 export async function loadSocketFactory(module: string | undefined): Promise<SocketFactory> {
