@@ -51,15 +51,23 @@ export async function loadAuthState(db: DataSource, secretKey: Buffer, connectio
       },
     },
   };
+  // Saves run one after another, each writing the credentials as they are then: the last one
+  // written is always the newest (two concurrent upserts could otherwise commit out of order).
+  let saving = Promise.resolve();
+  const write = async () => {
+    await db.query(
+      `INSERT INTO baileys_auth (connection_id, kind, key_id, value_sealed) VALUES ($1, $2, '', $3)
+       ON CONFLICT (connection_id, kind, key_id) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, updated_at = now()`,
+      [connectionId, CREDS, seal(secretKey, state.creds)],
+    );
+  };
   return {
     state,
     restored: Boolean(row),
-    async saveCreds() {
-      await db.query(
-        `INSERT INTO baileys_auth (connection_id, kind, key_id, value_sealed) VALUES ($1, $2, '', $3)
-         ON CONFLICT (connection_id, kind, key_id) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, updated_at = now()`,
-        [connectionId, CREDS, seal(secretKey, state.creds)],
-      );
+    saveCreds() {
+      const next = saving.then(write);
+      saving = next.catch(() => undefined);
+      return next;
     },
   };
 }

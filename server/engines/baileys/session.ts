@@ -150,6 +150,7 @@ export class Session {
     if (u.connection === "close") {
       this.open = false;
       this.socket = null;
+      this.latestQr = null;
       for (const w of this.qrWaiters.splice(0)) w(null);
       if (this.ended) return;
       const code = (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode;
