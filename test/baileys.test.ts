@@ -132,6 +132,9 @@ describe("Baileys engine (stand-in socket)", function () {
       const call = callFor(expected)!;
       expect(call.args[0]).to.equal(`${digits(to)}@s.whatsapp.net`);
       expect(call.args[1]).to.deep.equal({ text: "hello from the gateway" });
+      // The message store answers the library when a recipient's device asks for a retry.
+      expect(await socket.options.getMessage({ remoteJid: call.args[0] as string, fromMe: true, id: expected })).to.deep.equal({ conversation: "hello from the gateway" });
+      expect(await socket.options.getMessage({ remoteJid: call.args[0] as string, fromMe: true, id: "3EB0UNKNOWN" })).to.equal(undefined);
     });
 
     it("writes to a group and sends a location", async () => {
