@@ -52,6 +52,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       metrics,
       mediaPolicy: { allowPrivate: config.webhooks.allowPrivate },
       leaseSeconds: config.baileys.leaseSeconds,
+      relaySpacingMs: 1000 / config.dispatch.ratePerConnection,
       socketModule: config.baileys.socketModule,
     }),
   );

@@ -103,4 +103,24 @@ describe("Baileys sessions across gateway processes", function () {
     // One message on the network: both writes carry the id the network deduplicates on.
     expect(sends.map((e) => e.id)).to.deep.equal([expected, expected]);
   });
+
+  it("hands a message off on a process that does not hold the socket to the holder, which writes it once", async () => {
+    const log = join(mkdtempSync(join(tmpdir(), "svc-standin-")), "log");
+    const holder = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "4", DISPATCHER: "off" });
+    children.push(holder);
+    await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "open" && e.pid === holder.process.pid), (o) => o.length > 0, 40_000);
+    const dispatcher = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "4" });
+    children.push(dispatcher);
+    const sent = await expectOk(client.messages.send({ body: { connection: slug, to: uniquePhone("+1551"), body: "through the holder" } }));
+    const expected = networkMessageId(testEnv().gateway.ctx.config.secretKey, sent.id);
+    const sends = await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "send" && e.id === expected), (x) => x.length > 0, 30_000);
+    const done = await expectOk(client.messages.get({ params: { id: sent.id } }));
+    expect(done.status).to.equal("submitted");
+    expect(done.provider_message_id).to.equal(expected);
+    await sleep(3_000);
+    // Written once, by the holder; the other process never opened a socket for the connection.
+    expect(entries(log, connectionId).filter((e) => e.event === "send" && e.id === expected).map((e) => e.pid)).to.deep.equal([holder.process.pid]);
+    expect(sends[0]!.pid).to.equal(holder.process.pid);
+    expect(entries(log, connectionId).filter((e) => e.event === "open" && e.pid === dispatcher.process.pid)).to.have.length(0);
+  });
 });

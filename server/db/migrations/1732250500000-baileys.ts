@@ -34,6 +34,15 @@ export class Baileys1732250500000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (connection_id, lid)
       );
+      -- Sends handed off on a process that does not hold the connection's socket, for its holder.
+      CREATE TABLE baileys_outbox (
+        message_id text PRIMARY KEY,
+        connection_id text NOT NULL,
+        message jsonb NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      );
+      CREATE INDEX baileys_outbox_connection ON baileys_outbox (connection_id, created_at);
       CREATE TABLE baileys_leases (
         connection_id text PRIMARY KEY,
         holder text NOT NULL,
@@ -45,6 +54,6 @@ export class Baileys1732250500000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP TABLE baileys_leases; DROP TABLE baileys_lid_map; DROP TABLE baileys_messages; DROP TABLE baileys_auth;`);
+    await q.query(`DROP TABLE baileys_leases; DROP TABLE baileys_outbox; DROP TABLE baileys_lid_map; DROP TABLE baileys_messages; DROP TABLE baileys_auth;`);
   }
 }

@@ -17,6 +17,7 @@ import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
 import { wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
+import { Relay } from "./relay.js";
 import { Session, type Report, type SessionHost } from "./session.js";
 import { loadSocketFactory, type SocketFactory } from "./socket.js";
 import { SessionStore } from "./store.js";
@@ -37,6 +38,8 @@ export interface BaileysOptions {
   metrics: Metrics;
   mediaPolicy: UrlCheckOptions;
   leaseSeconds: number;
+  /** Milliseconds between two sends of one connection relayed for another process (its pace). */
+  relaySpacingMs: number;
   /** BAILEYS_SOCKET_MODULE (never in production): a module whose createSocket replaces the library's. */
   socketModule?: string | undefined;
 }
@@ -47,6 +50,7 @@ export class BaileysEngine implements Engine {
   private readonly sessions = new Map<string, Session>();
   private readonly host: SessionHost;
   private readonly callbacks: ProviderCallbackService;
+  private readonly relay: Relay;
   private readonly reportChains = new Map<string, Promise<void>>();
   private factory: SocketFactory | null = null;
   private timer: NodeJS.Timeout | undefined;
@@ -59,6 +63,7 @@ export class BaileysEngine implements Engine {
   constructor(private readonly options: BaileysOptions) {
     this.leases = new Leases(options.db, options.leaseSeconds);
     this.callbacks = new ProviderCallbackService(options.db);
+    this.relay = new Relay(options.db, options.secretKey, options.relaySpacingMs, (id, events) => this.report(id, events), options.logger);
     this.host = {
       db: options.db,
       secretKey: options.secretKey,
@@ -133,6 +138,7 @@ export class BaileysEngine implements Engine {
         for (const id of await this.leases.orphans(BAILEYS_ENGINE, TAKE_UP_PER_POLL)) {
           if (!this.sessions.has(id) && (await this.leases.acquire(id))) await this.take(id);
         }
+        this.relay.drain(this.sessions);
       }
     } catch (err) {
       this.options.logger.error({ err }, "baileys lease poll failed");
@@ -195,10 +201,9 @@ export class BaileysEngine implements Engine {
   async send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }> {
     const session = this.sessions.get(connection.id);
     if (session) return session.send(message);
-    const holder = await this.leases.holderOf(connection.id);
-    throw holder
-      ? new EngineError("another gateway process holds this connection's session", false, "connection_elsewhere")
-      : new EngineError("the session is being taken up", false, "session_not_open");
+    // Another process holds the socket: the message reaches it through the database (relay.ts).
+    if (await this.leases.holderOf(connection.id)) return this.relay.enqueue(connection.id, message);
+    throw new EngineError("the session is being taken up", false, "session_not_open");
   }
 
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
