@@ -98,7 +98,10 @@ describe("Baileys sessions across gateway processes", function () {
     const done = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted", 60_000);
     const expected = networkMessageId(testEnv().gateway.ctx.config.secretKey, sent.id);
     expect(done.provider_message_id).to.equal(expected);
-    const sends = entries(log, connectionId).filter((e) => e.event === "send");
+    // B may take the hand-off while A's lease still runs (relayed to the holder, written once B holds it).
+    const sends = await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "send"), (x) => x.length >= 2, 30_000);
+    await sleep(2_000);
+    expect(entries(log, connectionId).filter((e) => e.event === "send")).to.have.length(2);
     expect(sends.map((e) => e.pid)).to.deep.equal([a.process.pid, b.process.pid]);
     // One message on the network: both writes carry the id the network deduplicates on.
     expect(sends.map((e) => e.id)).to.deep.equal([expected, expected]);
