@@ -58,7 +58,25 @@ export const MessageStatusEvent = z
   .strict();
 export type MessageStatusEvent = z.infer<typeof MessageStatusEvent>;
 
-export const ProviderEvent = z.discriminatedUnion("type", [ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent]);
+// A message the person holding the linked phone wrote from the phone itself: the gateway records
+// it as an outbound message it did not send (a later assistant leaves such conversations to them).
+export const PhoneOutboundEvent = z
+  .object({
+    type: z.literal("message.outbound_from_phone"),
+    event_id: EventId,
+    provider_message_id: z.string().min(1).max(200),
+    to: Phone.optional(),
+    group: Phone.optional(),
+    body: z.string().max(4096).optional(),
+    media: Media.optional(),
+    location: Location.optional(),
+    timestamp: ZonedDateTime,
+  })
+  .strict()
+  .describe("One of `to` (a phone number) or `group`; with both, the group");
+export type PhoneOutboundEvent = z.infer<typeof PhoneOutboundEvent>;
+
+export const ProviderEvent = z.discriminatedUnion("type", [ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent]);
 export type ProviderEvent = z.infer<typeof ProviderEvent>;
 
 /** Most events in one callback. */

@@ -7,6 +7,7 @@ import type { AppContext } from "../server/context.js";
 import { rows } from "../server/db/rows.js";
 import { CONNECTION_PURGE_JOB, ConnectionPurgePayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
+import { wipeSession } from "../server/engines/baileys/auth-state.js";
 
 const BATCH = 5_000;
 
@@ -37,5 +38,7 @@ export async function purgeConnection(db: DataSource, connectionId: string): Pro
     if (deleted.length < BATCH) break;
   }
   await db.query(`DELETE FROM provider_callbacks WHERE connection_id = $1`, [connectionId]);
+  // The engine wipes its session at delete; this catches a wipe that did not happen (engine down).
+  await wipeSession(db, connectionId);
   return removed;
 }

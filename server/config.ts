@@ -48,6 +48,10 @@ const Env = z.object({
   API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   /** The bucket's size, what a key may send at once after a pause. Unset: two seconds of the rate. */
   API_RATE_LIMIT_BURST: z.coerce.number().int().min(1).optional(),
+  /** Baileys engine: how long a process's hold on a connection's socket lasts unrenewed (docs/engines.md). */
+  BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
+  /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
+  BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
 });
 
 export interface Config {
@@ -84,6 +88,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
+  baileys: { leaseSeconds: number; socketModule: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -102,6 +107,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // use them: production takes it only when asked for by name (the mailer warns at every start).
     if (!e.SMTP_URL && e.MAIL_TRANSPORT !== "log") missing.push("SMTP_URL (or MAIL_TRANSPORT=log to write mail to the log)");
     if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
+    // A production gateway always talks to the real network.
+    if (e.BAILEYS_SOCKET_MODULE) throw new ConfigError("BAILEYS_SOCKET_MODULE is for tests and is refused with NODE_ENV=production");
   }
   const smtpUrl = mailTransport(e) === "smtp" ? e.SMTP_URL : undefined;
   const dataDir = resolve(e.DATA_DIR);
@@ -141,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
   };
 }
 

@@ -16,6 +16,8 @@ import { Metrics } from "./ops/metrics.js";
 import { createStartingApp } from "./ops/starting.js";
 import { EngineRegistry } from "./engines/engine.js";
 import { createSandboxEngine } from "./engines/sandbox/index.js";
+import { BaileysEngine } from "./engines/baileys/engine.js";
+import { rows } from "./db/rows.js";
 
 export interface Gateway {
   ctx: AppContext;
@@ -63,7 +65,22 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger, production: config.production });
     opened.push(mailer);
     const engines = new EngineRegistry();
-    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db: database.dataSource, config, logger }));
+    const db = database.dataSource;
+    metrics.countConnectionsWith(() => rows(db, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`));
+    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db, config, logger }));
+    // Always registered: a connection keeps the engine it was created with, whatever TRANSPORT says now.
+    engines.register(
+      new BaileysEngine({
+        db,
+        secretKey: config.secretKey,
+        logger,
+        metrics,
+        mediaPolicy: { allowPrivate: config.webhooks.allowPrivate },
+        leaseSeconds: config.baileys.leaseSeconds,
+        relaySpacingMs: 1000 / config.dispatch.ratePerConnection,
+        socketModule: config.baileys.socketModule,
+      }),
+    );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
     // up on every request there.
     const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);

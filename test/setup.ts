@@ -4,12 +4,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createServer, type AddressInfo } from "node:net";
 import pg from "pg";
 import { loadConfig } from "../server/config.js";
 import { startGateway, type Gateway } from "../server/gateway.js";
 import { createLogger } from "../server/logger.js";
 import { Mailbox } from "./support/mailbox.js";
+
+/** The module that replaces the Baileys library's socket in every gateway process of a test run. */
+export const STAND_IN_MODULE = fileURLToPath(new URL("./support/baileys-stand-in.ts", import.meta.url));
 
 export interface TestEnv {
   gateway: Gateway;
@@ -78,6 +82,8 @@ export const mochaHooks = {
       WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_TIMEOUT_MS: "1500",
       WEBHOOK_RETRY_SCHEDULE: "0.5,0.5,1",
+      // The Baileys engine's sockets are the stand-in's (test/support/baileys-stand-in.ts).
+      BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     });
     const gateway = await startGateway(config, { inMemoryDatabase: true, logger: createLogger(config.logLevel) });

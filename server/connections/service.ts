@@ -196,7 +196,9 @@ export class ConnectionService {
       [grantId, connection.id],
     );
     if (!row) throw ApiError.notFound("pairing grant (unknown, already redeemed or expired)");
-    const payload = decrypt(this.config.secretKey, row.payload_sealed);
+    // A rotating payload (a real socket's QR) is read now: the grant stays single-use, the code fresh.
+    const latest = await this.engines.get(connection.transport)?.currentPairing?.(engineConnectionFor(this.config, connection));
+    const payload = latest ?? decrypt(this.config.secretKey, row.payload_sealed);
     // Loaded on the first QR code, not at start: most processes never draw one.
     const { default: QRCode } = await import("qrcode");
     const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });

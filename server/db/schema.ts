@@ -15,6 +15,7 @@ import { Schedule } from "../schedules/entities.js";
 import { Webhooks1732240400000 } from "./migrations/1732240400000-webhooks.js";
 import { AuthChanges1732240500000 } from "./migrations/1732240500000-auth-changes.js";
 import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
+import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 
 export const ENTITIES = [
   Plan,
@@ -30,4 +31,13 @@ export const ENTITIES = [
   ...SANDBOX_ENTITIES,
 ];
 
-export const MIGRATIONS = [Identity1732240000000, Messaging1732240100000, Sandbox1732240200000, Schedules1732240300000, Webhooks1732240400000, AuthChanges1732240500000, OAuth1732250600000];
+export const MIGRATIONS = [
+  Identity1732240000000,
+  Messaging1732240100000,
+  Sandbox1732240200000,
+  Schedules1732240300000,
+  Webhooks1732240400000,
+  AuthChanges1732240500000,
+  Baileys1732250500000,
+  OAuth1732250600000,
+];

@@ -1,8 +1,9 @@
 // What the gateway needs from a linked-device engine, and nothing more. An engine runs the
 // session of one or more numbers; it reports back (state changes, inbound messages, delivery
-// updates) by HTTP to POST /v1/provider/{providerName}/{callback_token}, in the wire format of
-// contract/ops.ts (ProviderEvent). A real engine (Baileys-based, or an adapter to an external
-// engine server) implements this interface and needs no change to the messaging code.
+// updates) in the wire format of contract/ops.ts (ProviderEvent), applied by
+// ProviderCallbackService: over HTTP to POST /v1/provider/{providerName}/{callback_token} (the
+// sandbox, or an adapter to an external engine server), or in process (the Baileys engine).
+// Messaging code never changes for a new engine.
 import type { Location, Media, Recipient } from "../../contract/index.js";
 
 export interface EngineConnection {
@@ -43,6 +44,11 @@ export interface Engine {
   readonly name: string;
   /** Begin pairing; returns the pairing payload to show as a QR code. */
   startPairing(connection: EngineConnection): Promise<{ payload: string }>;
+  /**
+   * Optional: the pairing payload to show now, for engines whose payload rotates while the grant
+   * is open (a real socket's QR refreshes every 20 s or so); null when there is none.
+   */
+  currentPairing?(connection: EngineConnection): Promise<string | null>;
   /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */
   send(connection: EngineConnection, message: OutboundMessage): Promise<{ providerMessageId: string }>;
   /**

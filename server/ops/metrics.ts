@@ -1,7 +1,7 @@
 // Prometheus metrics. Labels are low-cardinality by construction: the route template, never a
 // path with ids, and nothing naming a workspace, connection, number or session.
 import type { RequestHandler } from "express";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export class Metrics {
   readonly registry = new Registry();
@@ -18,6 +18,45 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+
+  /** Engine activity, by engine name only (never a connection, number or session). */
+  readonly engineSends = new Counter({
+    name: "svc_engine_sends_total",
+    help: "Messages written to the network by engine and outcome (written, failed)",
+    labelNames: ["engine", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly engineReceipts = new Counter({
+    name: "svc_engine_receipts_total",
+    help: "Acknowledgements and receipts received from the network by engine and status",
+    labelNames: ["engine", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly engineReconnects = new Counter({
+    name: "svc_engine_reconnects_total",
+    help: "Socket reconnects scheduled by engine",
+    labelNames: ["engine"] as const,
+    registers: [this.registry],
+  });
+
+  private connectionCounts: (() => Promise<{ engine: string; state: string; n: number }[]>) | null = null;
+  readonly connections: Gauge<"engine" | "state"> = new Gauge({
+    name: "svc_connections",
+    help: "Live connections by engine and state",
+    labelNames: ["engine", "state"] as const,
+    registers: [this.registry],
+    collect: async () => {
+      if (!this.connectionCounts) return;
+      const counts = await this.connectionCounts();
+      this.connections.reset();
+      for (const c of counts) this.connections.set({ engine: c.engine, state: c.state }, c.n);
+    },
+  });
+
+  /** Where the connections gauge reads its counts (at scrape time). */
+  countConnectionsWith(read: () => Promise<{ engine: string; state: string; n: number }[]>): void {
+    this.connectionCounts = read;
+  }
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "svc_" });

@@ -9,7 +9,7 @@ import { Connection, connectionFromRow, PairingGrant } from "../connections/enti
 import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
-import { applyReports, recordInbound } from "../messages/store/reports.js";
+import { applyReports, recordInbound, recordPhoneOutbound } from "../messages/store/reports.js";
 
 export interface ProviderAck {
   accepted: boolean;
@@ -60,6 +60,7 @@ export class ProviderCallbackService {
         // The first of an event_id only: a repeat within the batch is a redelivery too.
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
+        else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };

@@ -88,7 +88,7 @@ const TLS_CODES = new Set([
   "EPROTO",
 ]);
 
-function classifyError(err: unknown): WebhookDeliveryError {
+export function classifyError(err: unknown): WebhookDeliveryError {
   if (err instanceof WebhookDeliveryError) return err;
   const e = err as NodeJS.ErrnoException;
   const code = e?.code ?? "";
@@ -108,8 +108,8 @@ function classifyError(err: unknown): WebhookDeliveryError {
   return new WebhookDeliveryError(reason, code ? `${code}: ${message}` : message, { cause: err });
 }
 
-/** A socket lookup that answers every query with the one checked address. */
-function pinnedLookup(address: string, family: number): LookupFunction {
+/** A socket lookup that answers every query with the one checked address (media fetches use it too). */
+export function pinnedLookup(address: string, family: number): LookupFunction {
   return (_hostname, options, callback) => {
     if (options.all) callback(null, [{ address, family }]);
     else callback(null, address, family);

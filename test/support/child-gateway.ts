@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { testEnv } from "../setup.js";
+import { STAND_IN_MODULE, testEnv } from "../setup.js";
 
 export interface ChildGateway {
   url: string;
@@ -46,6 +46,7 @@ export function childEnv(env: Record<string, string | undefined> = {}): Record<s
     // Same key as the test gateway: callback tokens and cursors must agree across processes.
     SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
     LOG_LEVEL: "info",
+    BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
     ...env,
   };
   return Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined));

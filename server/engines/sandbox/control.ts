@@ -7,7 +7,7 @@ import type { Config } from "../../config.js";
 import { ApiError, zodFieldErrors } from "../../http/errors.js";
 import type { EngineRegistry } from "../engine.js";
 import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
-import { FaultsBody, InboundBody, LogoutBody, NumberBody, ReceivedQuery, ScanBody } from "./schemas.js";
+import { FaultsBody, InboundBody, LogoutBody, NumberBody, PhoneSendBody, ReceivedQuery, ScanBody } from "./schemas.js";
 
 export const SANDBOX_CONTROL_PATH = "/sandbox/v1";
 
@@ -30,6 +30,10 @@ function controlRouter(engine: SandboxEngine): Router {
   router.post("/inbound", async (req, res) => {
     // Queued, not yet reported: the gateway learns of it through its callback, as from a real engine.
     res.status(202).json(await network.inbound(parse(InboundBody, req.body, "body")));
+  });
+  router.post("/phone-send", async (req, res) => {
+    // Queued like an inbound message: the gateway learns of it through its callback.
+    res.status(202).json(await network.phoneSend(parse(PhoneSendBody, req.body, "body")));
   });
   router.post("/logout", async (req, res) => {
     res.status(200).json(await network.logout(parse(LogoutBody, req.body, "body").phone));

@@ -6,7 +6,7 @@ import { ApiError } from "../../http/errors.js";
 import { sha256 } from "../../secrets.js";
 import { SandboxDelivery } from "./entities.js";
 import { newProviderMessageId, queueReports, type QueuedReport } from "./reports.js";
-import type { Faults, FaultsBody, InboundBody, NumberBody, ScanBody } from "./schemas.js";
+import type { Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody } from "./schemas.js";
 
 export interface Received {
   message_id: string;
@@ -103,6 +103,29 @@ export class SandboxNetwork {
         },
       }));
       await queueReports(em, reports, duplicate);
+      return linked.length;
+    });
+    this.reported();
+    return { provider_message_id: providerMessageId, sessions };
+  }
+
+  /**
+   * The person holding the phone `from` writes a message on the phone itself: every session linked
+   * to it reports it, as a real engine reports what the phone sent.
+   */
+  async phoneSend(body: PhoneSendBody): Promise<{ provider_message_id: string; sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const providerMessageId = newProviderMessageId();
+    const sessions = await this.db.transaction(async (em) => {
+      const linked = await rows<{ connection_id: string }>(em, `SELECT connection_id FROM sandbox_sessions WHERE phone = $1 AND state = 'linked'`, [body.from]);
+      if (!linked.length) throw ApiError.notFound(`linked session for ${body.from}`);
+      const { from: _from, ...content } = body;
+      const timestamp = new Date().toISOString();
+      await queueReports(
+        em,
+        linked.map((s) => ({ connectionId: s.connection_id, report: { type: "message.outbound_from_phone" as const, provider_message_id: providerMessageId, ...content, timestamp } })),
+        duplicate,
+      );
       return linked.length;
     });
     this.reported();

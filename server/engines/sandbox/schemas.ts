@@ -29,6 +29,23 @@ export const InboundBody = z
   });
 export type InboundBody = z.infer<typeof InboundBody>;
 
+/** The person holding the linked phone `from` writes to `to` (or in `group`) from the phone itself. */
+export const PhoneSendBody = z
+  .object({
+    from: Phone.describe("The linked number the message is written on"),
+    to: Phone.optional(),
+    group: Phone.optional(),
+    body: z.string().max(4096).optional(),
+    media: Media.optional(),
+    location: Location.optional(),
+  })
+  .strict()
+  .refine((b) => (b.to === undefined) !== (b.group === undefined), { message: "a phone-send needs exactly one of to or group" })
+  .refine((b) => b.body !== undefined || b.media !== undefined || b.location !== undefined, {
+    message: "a phone-send needs a body, media or location",
+  });
+export type PhoneSendBody = z.infer<typeof PhoneSendBody>;
+
 export const LogoutBody = z.object({ phone: Phone }).strict();
 
 export const ReceivedQuery = z.object({ to: Phone }).strict();

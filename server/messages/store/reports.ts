@@ -1,8 +1,8 @@
 // What the network tells about messages: status reports of our outbound messages (decided by
-// status.ts's `transition()`), and inbound messages. Both write inside the caller's transaction,
+// status.ts's `transition()`), inbound messages, and messages written on the linked phone itself. Both write inside the caller's transaction,
 // next to the callback's dedupe rows.
 import type { EntityManager } from "typeorm";
-import type { InboundMessageEvent, MessageStatusEvent } from "../../../contract/index.js";
+import type { InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent } from "../../../contract/index.js";
 import type { Connection } from "../../connections/entities.js";
 import { rows } from "../../db/rows.js";
 import type { DomainEvent } from "../../events/entities.js";
@@ -136,6 +136,62 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
       message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
       json(message.media), json(message.location), message.providerMessageId, now, new Date(event.timestamp), usageShard(),
       ...eventParams(received),
+    ],
+  );
+  return message;
+}
+
+/** Marks an outbound message the gateway did not send: written on the linked phone itself. */
+export const PHONE_ORIGIN = { origin: "phone" } as const;
+
+/**
+ * A message the person holding the linked phone wrote from the phone itself: an outbound message
+ * the gateway did not send, status `sent`, with `metadata.origin = "phone"` so that readers (and
+ * the AI assistant, which leaves such a conversation to the human) tell it from the gateway's own
+ * sends. Not counted as usage. The message, its timeline entry and its `message.sent` event: one
+ * statement. Null when the event names no recipient.
+ */
+export async function recordPhoneOutbound(em: EntityManager, connection: Connection, event: PhoneOutboundEvent): Promise<Message | null> {
+  const recipient = event.group !== undefined ? { group: event.group } : event.to;
+  if (recipient === undefined) return null;
+  const now = new Date();
+  const message: Message = {
+    id: newId("msg"),
+    workspaceId: connection.workspaceId,
+    connectionId: connection.id,
+    direction: "outbound",
+    status: "sent",
+    recipient,
+    sender: connection.phone,
+    body: event.body ?? null,
+    media: event.media ?? null,
+    location: event.location ?? null,
+    context: null,
+    metadata: { ...PHONE_ORIGIN },
+    contextSensitivity: null,
+    sendAt: null,
+    timezone: null,
+    providerMessageId: event.provider_message_id,
+    errorCode: null,
+    errorMessage: null,
+    scheduleId: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const sent = buildEvent({ workspaceId: connection.workspaceId, type: "message.sent", connection, data: messageView(message, connection.slug, connection.phone) }, now);
+  await em.query(
+    `WITH m AS (
+       INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
+                             metadata, provider_message_id, created_at, updated_at)
+       VALUES ($1, $2, $3, 'outbound', 'sent', $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, $11, $11)
+     ), t AS (
+       INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, 'sent', $12, 'written on the linked phone, not sent by the gateway')
+     )
+     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)`,
+    [
+      message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
+      json(message.media), json(message.location), JSON.stringify(message.metadata), message.providerMessageId, now, new Date(event.timestamp),
+      ...eventParams(sent),
     ],
   );
   return message;

@@ -1,0 +1,98 @@
+// Which gateway process holds which connection's socket: a lease row per connection in
+// PostgreSQL. Two sockets open for one number get the device logged out, so a holder closes its
+// socket before its lease can expire unrenewed (when it cannot renew, it gives the socket up), and
+// another process takes a lease over only once it has expired: a holder that dies is replaced
+// after at most one lease period plus one poll.
+import { hostname } from "node:os";
+import type { DataSource } from "typeorm";
+import { rows } from "../../db/rows.js";
+import { randomToken } from "../../secrets.js";
+
+/**
+ * A holder keeps a session until its connection is suspended or deleted (a pairing session may
+ * still read `created` or `disconnected` for a moment: its state moves after the first QR).
+ * Only `connected` ones are taken up when free (orphans).
+ */
+const DROPPED_STATES = ["suspended", "deleted"];
+
+export class Leases {
+  /** This process, as written in the rows it holds. */
+  readonly holder = `${hostname()}:${process.pid}:${randomToken(6)}`;
+
+  constructor(
+    private readonly db: DataSource,
+    readonly ttlSeconds: number,
+  ) {}
+
+  /** Takes the lease when it is free, expired or already ours; false when another holds it. */
+  async acquire(connectionId: string): Promise<boolean> {
+    const taken = await rows(
+      this.db,
+      `INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+       ON CONFLICT (connection_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+         WHERE baileys_leases.holder = EXCLUDED.holder OR baileys_leases.expires_at < now()
+       RETURNING 1`,
+      [connectionId, this.holder, this.ttlSeconds],
+    );
+    return taken.length > 0;
+  }
+
+  /**
+   * Extends the leases of `held` that are still ours and whose connection still wants a session;
+   * answers for each: keep it, drop it (lease lost, or the connection was suspended:
+   * the row is removed so that no other process takes it up), or log out (the connection was deleted).
+   */
+  async renew(held: string[]): Promise<Map<string, "keep" | "drop" | "logout">> {
+    const out = new Map<string, "keep" | "drop" | "logout">(held.map((id) => [id, "drop"]));
+    if (!held.length) return out;
+    const found = await rows<{ connection_id: string; deleted: boolean; kept: boolean }>(
+      this.db,
+      `WITH c AS (
+         SELECT l.connection_id, c.deleted_at IS NOT NULL AS deleted, (c.state <> ALL($4::text[]) AND c.deleted_at IS NULL) AS kept
+           FROM baileys_leases l JOIN connections c ON c.id = l.connection_id
+          WHERE l.holder = $1 AND l.connection_id = ANY($2::text[])
+       ), renewed AS (
+         UPDATE baileys_leases l SET expires_at = now() + make_interval(secs => $3)
+           FROM c WHERE l.connection_id = c.connection_id AND c.kept AND l.holder = $1
+       ), dropped AS (
+         DELETE FROM baileys_leases l USING c WHERE l.connection_id = c.connection_id AND NOT c.kept AND l.holder = $1
+       )
+       SELECT * FROM c`,
+      [this.holder, held, this.ttlSeconds, DROPPED_STATES],
+    );
+    for (const r of found) out.set(r.connection_id, r.kept ? "keep" : r.deleted ? "logout" : "drop");
+    return out;
+  }
+
+  /** Linked connections of the engine that no live process holds: to take up. */
+  async orphans(transport: string, limit: number): Promise<string[]> {
+    const found = await rows<{ id: string }>(
+      this.db,
+      `SELECT c.id FROM connections c LEFT JOIN baileys_leases l ON l.connection_id = c.id
+        WHERE c.transport = $1 AND c.state = 'connected' AND c.deleted_at IS NULL AND (l.connection_id IS NULL OR l.expires_at < now())
+        ORDER BY c.id LIMIT $2`,
+      [transport, limit],
+    );
+    return found.map((r) => r.id);
+  }
+
+  async release(connectionId: string): Promise<void> {
+    await this.db.query(`DELETE FROM baileys_leases WHERE connection_id = $1 AND holder = $2`, [connectionId, this.holder]);
+  }
+
+  /** The pairing QR the holder's socket shows now (sealed), for a grant redeemed on any process. */
+  async setQr(connectionId: string, sealed: string | null): Promise<void> {
+    await this.db.query(`UPDATE baileys_leases SET qr_sealed = $3 WHERE connection_id = $1 AND holder = $2`, [connectionId, this.holder, sealed]);
+  }
+
+  async qr(connectionId: string): Promise<string | null> {
+    const [row] = await rows<{ qr_sealed: string | null }>(this.db, `SELECT qr_sealed FROM baileys_leases WHERE connection_id = $1 AND expires_at > now()`, [connectionId]);
+    return row?.qr_sealed ?? null;
+  }
+
+  /** Who holds a connection, if anyone (a live lease). */
+  async holderOf(connectionId: string): Promise<string | null> {
+    const [row] = await rows<{ holder: string }>(this.db, `SELECT holder FROM baileys_leases WHERE connection_id = $1 AND expires_at > now()`, [connectionId]);
+    return row?.holder ?? null;
+  }
+}

@@ -1,0 +1,154 @@
+// Translations between our messages and the library's shapes: recipients to JIDs, our message to
+// message content, the network's messages and receipts to our reports. No I/O here.
+import type { AnyMessageContent, WAMessage, WAMessageKey, proto } from "@whiskeysockets/baileys";
+import type { Location, Media, MediaKind, Recipient } from "../../../contract/index.js";
+import { hmac } from "../../secrets.js";
+
+const USER_SERVER = "s.whatsapp.net";
+const LID_SERVER = "lid";
+const GROUP_SERVER = "g.us";
+
+/**
+ * The network message id of our message: derived from our id (an HMAC under SECRET_KEY, in the
+ * library's own id format), so a hand-off repeated after a crash writes the same message again,
+ * which the network and the recipient's devices treat as one.
+ */
+export function networkMessageId(secretKey: Buffer, messageId: string): string {
+  return "3EB0" + hmac(secretKey, `baileys-message-id:${messageId}`).toString("hex").toUpperCase().slice(0, 18);
+}
+
+/** The JID a recipient is addressed at: a phone number's user JID, or a group's. */
+export function recipientJid(to: Recipient): string {
+  if (typeof to === "object" && "group" in to) return to.group.includes("@") ? to.group : `${to.group}@${GROUP_SERVER}`;
+  const phone = typeof to === "string" ? to : to.phone;
+  return `${phone.replace(/\D/g, "")}@${USER_SERVER}`;
+}
+
+/** The address of a recipient as the network reports it back (phone digits or the group id). */
+export function phoneJid(phone: string): string {
+  return `${phone.replace(/\D/g, "")}@${USER_SERVER}`;
+}
+
+function splitJid(jid: string): { user: string; server: string } | null {
+  const at = jid.indexOf("@");
+  if (at < 1) return null;
+  // "15550001111:12@s.whatsapp.net" (a device) and "15550001111_1@…" (an agent) share the user.
+  return { user: jid.slice(0, at).split(":")[0]!.split("_")[0]!, server: jid.slice(at + 1) };
+}
+
+/** "+15550001111" for a phone-number JID; null for any other kind (LID, group, broadcast). */
+export function phoneOfJid(jid: string | null | undefined): string | null {
+  const parts = jid ? splitJid(jid) : null;
+  return parts && parts.server === USER_SERVER && /^\d{5,20}$/.test(parts.user) ? `+${parts.user}` : null;
+}
+
+/** The bare LID ("12345@lid") of a LID JID; null for any other kind. */
+export function lidOfJid(jid: string | null | undefined): string | null {
+  const parts = jid ? splitJid(jid) : null;
+  return parts && parts.server === LID_SERVER ? `${parts.user}@${LID_SERVER}` : null;
+}
+
+export function isGroupJid(jid: string | null | undefined): boolean {
+  return Boolean(jid?.endsWith(`@${GROUP_SERVER}`));
+}
+
+/** Every LID ↔ phone pair a message key carries (v7 puts the other form in the *Alt fields). */
+export function lidPairs(key: WAMessageKey): { lid: string; phone: string }[] {
+  const pairs: { lid: string; phone: string }[] = [];
+  for (const [a, b] of [
+    [key.remoteJid, key.remoteJidAlt],
+    [key.participant, key.participantAlt],
+  ] as const) {
+    const lid = lidOfJid(a) ?? lidOfJid(b);
+    const phone = phoneOfJid(a) ?? phoneOfJid(b);
+    if (lid && phone) pairs.push({ lid, phone });
+  }
+  return pairs;
+}
+
+/** Message content for the library; `media` is the fetched file when the message has media. */
+export function outboundContent(body: string | null, media: { spec: Media; data: Buffer; mimetype: string } | null, location: Location | null): AnyMessageContent {
+  if (media) {
+    const caption = body ?? undefined;
+    const kind = media.spec.kind ?? kindOfMimetype(media.mimetype);
+    switch (kind) {
+      case "image":
+        return { image: media.data, caption, mimetype: media.mimetype };
+      case "video":
+        return { video: media.data, caption, mimetype: media.mimetype };
+      case "audio":
+        return { audio: media.data, mimetype: media.mimetype };
+      default:
+        return { document: media.data, caption, mimetype: media.mimetype, fileName: media.spec.filename ?? "file" };
+    }
+  }
+  if (location) return { location: { degreesLatitude: location.latitude, degreesLongitude: location.longitude, ...(location.title && { name: location.title }) } };
+  return { text: body ?? "" };
+}
+
+export function kindOfMimetype(mimetype: string): MediaKind {
+  const top = mimetype.split("/")[0];
+  return top === "image" || top === "video" || top === "audio" ? top : "document";
+}
+
+/** What a network message says, in our terms; null for what we do not record (reactions, protocol messages…). */
+export interface Content {
+  body?: string;
+  media?: Media;
+  location?: Location;
+}
+
+export function messageContent(message: proto.IMessage | null | undefined): Content | null {
+  if (!message) return null;
+  // Disappearing and view-once messages wrap the real one.
+  const inner = message.ephemeralMessage?.message ?? message.viewOnceMessage?.message ?? message.viewOnceMessageV2?.message ?? message.documentWithCaptionMessage?.message;
+  if (inner) return messageContent(inner);
+  const text = message.conversation ?? message.extendedTextMessage?.text;
+  if (text) return { body: text.slice(0, 4096) };
+  const loc = message.locationMessage ?? message.liveLocationMessage;
+  if (loc && typeof loc.degreesLatitude === "number" && typeof loc.degreesLongitude === "number") {
+    const title = (message.locationMessage?.name ?? message.locationMessage?.address ?? undefined) || undefined;
+    return { location: { latitude: loc.degreesLatitude, longitude: loc.degreesLongitude, ...(title && { title: title.slice(0, 255) }) } };
+  }
+  const media: [MediaKind, proto.Message.IImageMessage | proto.Message.IVideoMessage | proto.Message.IAudioMessage | proto.Message.IDocumentMessage | null | undefined][] = [
+    ["image", message.imageMessage],
+    ["video", message.videoMessage],
+    ["audio", message.audioMessage],
+    ["document", message.documentMessage],
+  ];
+  for (const [kind, m] of media) {
+    if (!m) continue;
+    const caption = "caption" in m && m.caption ? m.caption.slice(0, 4096) : undefined;
+    const filename = "fileName" in m && m.fileName ? m.fileName.slice(0, 255) : undefined;
+    const url = m.url && /^https:\/\//.test(m.url) ? m.url.slice(0, 2048) : "https://mmg.whatsapp.net/unavailable";
+    return {
+      ...(caption && { body: caption }),
+      media: { url, kind, ...(m.mimetype && m.mimetype.length >= 3 && { mimetype: m.mimetype.slice(0, 255) }), ...(filename && { filename }) },
+    };
+  }
+  return null;
+}
+
+/** The network's per-message status codes (proto.WebMessageInfo.Status) in our statuses. */
+export function statusOfCode(code: number | null | undefined): "sent" | "delivered" | "read" | "failed" | null {
+  switch (code) {
+    case 0:
+      return "failed";
+    case 2:
+      return "sent";
+    case 3:
+      return "delivered";
+    case 4:
+    case 5:
+      return "read";
+    default:
+      return null;
+  }
+}
+
+/** The timestamp of a network message (seconds, possibly a Long) as a Date. */
+export function messageTime(msg: Pick<WAMessage, "messageTimestamp">): Date {
+  const t = msg.messageTimestamp;
+  const seconds = typeof t === "number" ? t : t ? Number(t.toString()) : 0;
+  return seconds > 0 ? new Date(seconds * 1000) : new Date();
+}

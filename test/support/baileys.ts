@@ -1,0 +1,50 @@
+// Driving the Baileys engine of the test gateway: connections created on it, paired by the
+// stand-in phone (test/support/baileys-stand-in.ts) the way a person pairs a real one.
+import { randomBytes } from "node:crypto";
+import type { Connection } from "../../contract/index.js";
+import { expectOk } from "../../sdk/src/index.js";
+import type { BaileysEngine } from "../../server/engines/baileys/engine.js";
+import { testEnv } from "../setup.js";
+import type { Client } from "./actors.js";
+import { standIn, type StandInSocket } from "./baileys-stand-in.js";
+import { waitForConnection } from "./sandbox.js";
+import { waitFor } from "./wait.js";
+
+export function baileysEngine(): BaileysEngine {
+  return testEnv().gateway.ctx.engines.get("baileys") as BaileysEngine;
+}
+
+/** A LID user part no other test uses. */
+export function uniqueLid(): string {
+  return String(100_000_000_000 + (randomBytes(5).readUIntBE(0, 5) % 899_999_999_999));
+}
+
+/** Creates a connection on the Baileys engine (TRANSPORT=baileys for the one create). */
+export async function createBaileysConnection(client: Client, slug: string): Promise<Connection> {
+  const config = testEnv().gateway.ctx.config;
+  const before = config.transport;
+  config.transport = "baileys";
+  try {
+    return await expectOk(client.connections.create({ body: { slug } }));
+  } finally {
+    config.transport = before;
+  }
+}
+
+/** The live stand-in socket of a connection, once the engine has opened one. */
+export async function liveSocket(connectionId: string, predicate: (s: StandInSocket) => boolean = () => true, timeoutMs = 10_000): Promise<StandInSocket> {
+  const socket = await waitFor(async () => standIn.live(connectionId), (s) => s !== undefined && predicate(s), timeoutMs);
+  return socket!;
+}
+
+/** Pairs a Baileys connection: pair, redeem the QR, the stand-in phone scans; returns once connected. */
+export async function pairBaileys(client: Client, slug: string, phone: string, lid = uniqueLid()): Promise<{ connection: Connection; lid: string }> {
+  const created = await createBaileysConnection(client, slug);
+  const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
+  const qr = await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
+  const socket = await liveSocket(created.id);
+  if (!socket.qrs.includes(qr.payload)) throw new Error(`redeemed payload ${qr.payload} is not one of the socket's QRs`);
+  socket.scan(phone, lid);
+  const connection = await waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone);
+  return { connection, lid };
+}
