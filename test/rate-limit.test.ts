@@ -6,6 +6,7 @@ import { TokenBucketLimiter } from "../server/http/rate-limit.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace } from "./support/actors.js";
 import { startChildGateway } from "./support/child-gateway.js";
+import { obtainTokens, webUrl } from "./support/oauth.js";
 
 describe("per-key request rate", function () {
   this.timeout(60_000);
@@ -61,6 +62,29 @@ describe("per-key request rate", function () {
       expect(((await last!.json()) as { code: string }).code).to.equal("rate_limited");
       await new Promise((r) => setTimeout(r, 1100));
       expect((await whoami()).status).to.equal(200);
+    } finally {
+      await child.terminate();
+    }
+  });
+
+  it("limits an OAuth access token on the tool endpoint like a key, in a bucket of its own", async () => {
+    const ws = await newWorkspace();
+    const { access } = await obtainTokens(ws.owner.cookie);
+    const { key } = await ws.key(["mcp:read"]);
+    // The token is bound to the test gateway's tool resource: the child serves the same one.
+    const child = await startChildGateway({ API_RATE_LIMIT_PER_MINUTE: "60", API_RATE_LIMIT_BURST: "3", DISPATCHER: "off", WEB_URL: webUrl() });
+    try {
+      const ping = (credential: string) =>
+        fetch(`${child.url}/v1/mcp`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${credential}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+        });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await ping(access)).status);
+      expect(statuses).to.deep.equal([200, 200, 200, 429]);
+      // A key of the same member has its own bucket.
+      expect((await ping(key)).status).to.equal(200);
     } finally {
       await child.terminate();
     }

@@ -21,7 +21,7 @@ export interface AuthenticateOptions {
   keyCache?: ApiKeyCache;
   /** Origins whose browsers may make cookie-authenticated mutations (the dashboard). */
   trustedOrigins: string[];
-  /** Per key and process: a token bucket refilled at perMinute / 60 a second, holding burst. */
+  /** Per credential and process: a token bucket refilled at perMinute / 60 a second, holding burst. */
   rateLimit: { perMinute: number; burst: number };
   /** Named in the WWW-Authenticate header of the tool resource's 401 (spec 5.8). */
   mcpResourceMetadataUrl: string;
@@ -30,7 +30,7 @@ export interface AuthenticateOptions {
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function authenticate(options: AuthenticateOptions): RequestHandler {
-  const keyLimiter = new TokenBucketLimiter(options.rateLimit.perMinute / 60, options.rateLimit.burst);
+  const limiter = new TokenBucketLimiter(options.rateLimit.perMinute / 60, options.rateLimit.burst);
   return (req, res, next) => {
     const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
     const meta = route?.metadata as RouteMetadata | undefined;
@@ -71,16 +71,19 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     if (!bearer) throw new ApiError("unauthorized", "Send an API key as `Authorization: Bearer svc_live_…`.");
     const principal = await resolveApiKey(options.db, bearer, options.keyCache);
     if (!principal) throw new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
-    const decision = keyLimiter.take(principal.keyId);
+    limitRate(principal.keyId, "key", res);
+    requireScope(principal.scopes, scope);
+    return principal;
+  }
+
+  /** Per credential (an API key, or an OAuth grant) and process: one token bucket each. */
+  function limitRate(credentialId: string, what: string, res: Response): void {
+    const decision = limiter.take(credentialId);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
-      throw new ApiError("rate_limited", `This key may make ${options.rateLimit.perMinute} requests a minute, up to ${decision.limit} at once.`, { headers });
+      throw new ApiError("rate_limited", `This ${what} may make ${options.rateLimit.perMinute} requests a minute, up to ${decision.limit} at once.`, { headers });
     }
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-    if (scope && !principal.scopes.includes(scope)) {
-      throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
-    }
-    return principal;
   }
 
   /** The tool resource: an OAuth access token, or an API key; a 401 names the resource metadata. */
@@ -89,9 +92,8 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       if (bearer?.startsWith(ACCESS_TOKEN_PREFIX)) {
         const principal = await resolveAccessToken(options.db, bearer);
         if (!principal) throw new ApiError("unauthorized", "The access token is unknown, expired or revoked.");
-        if (!principal.scopes.includes(scope)) {
-          throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
-        }
+        limitRate(principal.tokenId, "authorization", res);
+        requireScope(principal.scopes, scope);
         return principal;
       }
       return await keyPrincipal(bearer ?? missingMcpCredential(), res, scope);
@@ -113,6 +115,12 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     }
     res.locals.user = resolved.user;
     return resolved.principal;
+  }
+}
+
+function requireScope(held: readonly Scope[], scope: Scope | undefined): void {
+  if (scope && !held.includes(scope)) {
+    throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
   }
 }
 
