@@ -94,29 +94,14 @@ export async function applyReports(em: EntityManager, connection: Connection, re
  */
 export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<Message> {
   const now = new Date();
-  const message: Message = {
-    id: newId("msg"),
-    workspaceId: connection.workspaceId,
-    connectionId: connection.id,
+  const message = reportedMessage(connection, event, now, {
     direction: "inbound",
     status: "delivered",
     recipient: event.group !== undefined ? { group: event.group } : (connection.phone ?? event.to ?? "unknown"),
     sender: event.from,
-    body: event.body ?? null,
-    media: event.media ?? null,
-    location: event.location ?? null,
-    context: null,
     metadata: null,
-    contextSensitivity: null,
-    sendAt: null,
-    timezone: null,
-    providerMessageId: event.provider_message_id,
-    errorCode: null,
-    errorMessage: null,
-    scheduleId: null,
-    createdAt: now,
-    updatedAt: now,
-  };
+  });
+
   const received = buildEvent(
     { workspaceId: connection.workspaceId, type: "message.received", connection, data: messageView(message, connection.slug, connection.phone) },
     now,
@@ -155,29 +140,8 @@ export async function recordPhoneOutbound(em: EntityManager, connection: Connect
   const recipient = event.group !== undefined ? { group: event.group } : event.to;
   if (recipient === undefined) return null;
   const now = new Date();
-  const message: Message = {
-    id: newId("msg"),
-    workspaceId: connection.workspaceId,
-    connectionId: connection.id,
-    direction: "outbound",
-    status: "sent",
-    recipient,
-    sender: connection.phone,
-    body: event.body ?? null,
-    media: event.media ?? null,
-    location: event.location ?? null,
-    context: null,
-    metadata: { ...PHONE_ORIGIN },
-    contextSensitivity: null,
-    sendAt: null,
-    timezone: null,
-    providerMessageId: event.provider_message_id,
-    errorCode: null,
-    errorMessage: null,
-    scheduleId: null,
-    createdAt: now,
-    updatedAt: now,
-  };
+  const message = reportedMessage(connection, event, now, { direction: "outbound", status: "sent", recipient, sender: connection.phone, metadata: { ...PHONE_ORIGIN } });
+
   const sent = buildEvent({ workspaceId: connection.workspaceId, type: "message.sent", connection, data: messageView(message, connection.slug, connection.phone) }, now);
   await em.query(
     `WITH m AS (
@@ -195,4 +159,32 @@ export async function recordPhoneOutbound(em: EntityManager, connection: Connect
     ],
   );
   return message;
+}
+
+/** A message the network reported (inbound, or written on the phone): its content as reported. */
+function reportedMessage(
+  connection: Connection,
+  event: InboundMessageEvent | PhoneOutboundEvent,
+  now: Date,
+  fields: Pick<Message, "direction" | "status" | "recipient" | "sender" | "metadata">,
+): Message {
+  return {
+    id: newId("msg"),
+    workspaceId: connection.workspaceId,
+    connectionId: connection.id,
+    ...fields,
+    body: event.body ?? null,
+    media: event.media ?? null,
+    location: event.location ?? null,
+    context: null,
+    contextSensitivity: null,
+    sendAt: null,
+    timezone: null,
+    providerMessageId: event.provider_message_id,
+    errorCode: null,
+    errorMessage: null,
+    scheduleId: null,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
