@@ -47,8 +47,9 @@ export const AiCredential = z.object({
   provider: AiProvider,
   label: z.string(),
   base_url: z.string().nullable(),
-  fingerprint: z.string().describe("Non-reversible fingerprint of the stored key"),
+  fingerprint: z.string().describe("The key's last four characters, like `…3xYz`"),
   created_at: Timestamp,
+  last_used_at: Timestamp.nullable().describe("When a run last called the vendor with it; null: never"),
 });
 export type AiCredential = z.infer<typeof AiCredential>;
 
@@ -88,8 +89,8 @@ export type AiRun = z.infer<typeof AiRun>;
 export const AiRunList = list(AiRun);
 export type AiRunList = z.infer<typeof AiRunList>;
 
-const read = { security: { auth: "key", scope: "ai:read" }, tag: "AI", notImplemented: true } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "ai:write" }, tag: "AI", notImplemented: true } satisfies RouteMetadata;
+const read = { security: { auth: "key", scope: "ai:read" }, tag: "AI" } satisfies RouteMetadata;
+const write = { security: { auth: "key", scope: "ai:write" }, tag: "AI" } satisfies RouteMetadata;
 
 export const ai = c.router(
   {
@@ -97,16 +98,17 @@ export const ai = c.router(
       method: "POST",
       path: "/v1/ai/credentials",
       summary: "Store a model-vendor credential",
-      description: "The key is stored encrypted and never returned; responses show a fingerprint.",
+      description:
+        "The key is stored encrypted and never returned; responses show a fingerprint. A `base_url` goes through the outbound address policy (https, no private addresses unless the operator allows them).",
       body: CreateAiCredentialBody,
-      responses: { 201: AiCredential, ...problems(400, 401, 402, 403, 429, 501) },
+      responses: { 201: AiCredential, ...problems(400, 401, 402, 403, 429) },
       metadata: { ...write, feature: "ai" } satisfies RouteMetadata,
     },
     listCredentials: {
       method: "GET",
       path: "/v1/ai/credentials",
       summary: "List model-vendor credentials",
-      responses: { 200: AiCredentialList, ...problems(401, 403, 429, 501) },
+      responses: { 200: AiCredentialList, ...problems(401, 403, 429) },
       metadata: read,
     },
     deleteCredential: {
@@ -115,7 +117,7 @@ export const ai = c.router(
       summary: "Delete a model-vendor credential",
       pathParams: IdParams,
       body: c.noBody(),
-      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     setPolicy: {
@@ -125,7 +127,7 @@ export const ai = c.router(
       description: "Replaces the whole policy; omitted optional fields take their defaults. Without a policy AI is off.",
       pathParams: ConnectionParams,
       body: AiPolicyBody,
-      responses: { 200: AiPolicy, ...problems(400, 401, 402, 403, 404, 429, 501) },
+      responses: { 200: AiPolicy, ...problems(400, 401, 402, 403, 404, 429) },
       metadata: { ...write, feature: "ai" } satisfies RouteMetadata,
     },
     getPolicy: {
@@ -134,7 +136,7 @@ export const ai = c.router(
       summary: "Retrieve the AI policy of a connection",
       description: "404 when no policy is set (AI is off for that connection).",
       pathParams: ConnectionParams,
-      responses: { 200: AiPolicy, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: AiPolicy, ...problems(400, 401, 403, 404, 429) },
       metadata: read,
     },
     listRuns: {
@@ -143,7 +145,7 @@ export const ai = c.router(
       summary: "List recent AI runs",
       description: "Prompt hashes, token usage, cost and outcome; never prompt or completion text.",
       responses: { 200: AiRunList, ...problems(401, 403, 429, 501) },
-      metadata: read,
+      metadata: { ...read, notImplemented: true } satisfies RouteMetadata,
     },
   },
   { strictStatusCodes: true },

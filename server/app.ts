@@ -4,6 +4,7 @@ import { createExpressEndpoints, initServer, RequestValidationError } from "@ts-
 import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
 import { contract } from "../contract/index.js";
 import type { RouteMetadata } from "../contract/common.js";
+import { aiRouter } from "./ai/handlers.js";
 import { authRouter } from "./auth/handlers.js";
 import { connectionsRouter } from "./connections/handlers.js";
 import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js";
@@ -67,7 +68,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     connections: connectionsRouter(ctx),
     schedules: schedulesRouter(ctx),
     webhooks: webhooksRouter(ctx),
-    ai: notImplemented(contract.ai),
+    ai: { ...aiRouter(ctx), ...notImplemented({ listRuns: contract.ai.listRuns }) },
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),
     auth: authRouter(ctx),

@@ -39,3 +39,12 @@ export function decrypt(key: Buffer, sealed: string): string {
 export function deriveKey(key: Buffer, purpose: string): Buffer {
   return createHmac("sha256", key).update(`svc-gateway:${purpose}`).digest();
 }
+
+/**
+ * A short public id of a SECRET_KEY (16 hex characters of a purpose-derived digest, never the key
+ * itself), stored beside what it sealed: after SECRET_KEY rotates, rows sealed under the old key are
+ * recognised as such instead of failing decryption as if tampered with.
+ */
+export function keyId(key: Buffer): string {
+  return deriveKey(key, "key-id").subarray(0, 8).toString("hex");
+}

@@ -57,13 +57,14 @@ describe("operational endpoints", () => {
     expect(traced.json.request_id).to.equal("trace-abc-12345");
   });
 
-  it("answers 501 problem+json for specified operations not built yet, after validating their input", async () => {
+  it("answers 501 problem+json for specified operations not built yet, after checking the caller", async () => {
     const ws = await newWorkspace();
-    const { key } = await ws.key(["ai:write"]);
+    const { key } = await ws.key(["ai:read"]);
     const auth = { authorization: `Bearer ${key}` };
-    const invalid = await http("POST", "/v1/ai/credentials", { body: { provider: "vendortwo", label: "l", api_key: "short" }, headers: auth });
-    expect(invalid.status).to.equal(400);
-    const valid = await http("POST", "/v1/ai/credentials", { body: { provider: "vendortwo", label: "l", api_key: "long-enough-key" }, headers: auth });
+    expect((await http("GET", "/v1/ai/runs")).status).to.equal(401);
+    const wrongScope = await ws.key(["ai:write"]);
+    expect((await http("GET", "/v1/ai/runs", { headers: { authorization: `Bearer ${wrongScope.key}` } })).status).to.equal(403);
+    const valid = await http("GET", "/v1/ai/runs", { headers: auth });
     expect(valid.status).to.equal(501);
     expect(valid.json.code).to.equal("not_implemented");
   });

@@ -69,6 +69,7 @@ function hasBodySchema(route: AppRoute): route is AppRoute & { body: { safeParse
 const SAMPLE_BODIES: Record<string, unknown> = {
   "messages.reschedule": { send_at: new Date(Date.now() + 7 * 86_400_000).toISOString() },
   "team.update": { role: "developer" },
+  "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
 };
 
 function request(listed: Listed, values: Record<string, string> | null, credential: Credential | null) {
@@ -117,6 +118,10 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
     (d) => d.length > 0,
     20_000,
   );
+  const aiCredential = await http("POST", "/v1/ai/credentials", { body: { provider: "vendortwo", label: "sec", api_key: "sk-sec-000000" }, headers: auth });
+  expect(aiCredential.status).to.equal(201);
+  const policy = { credential_id: aiCredential.json.id, enabled: false, mode: "draft", model: "m", system_instruction: "b's" };
+  expect((await http("PUT", `/v1/ai/policies/${pairing}`, { body: policy, headers: auth })).status).to.equal(200);
   await expectOk(b.owner.client.team.invite({ body: { email: `sec-${tag}@example.test`, role: "viewer" } }));
   await obtainTokens(b.owner.cookie);
   const authorizations = await expectOk(b.owner.client.oauth.listAuthorizations());
@@ -136,6 +141,8 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
       "team.cancelInvitation.id": invitation,
       "team.id": team.members[0]!.id,
       "oauth.id": authorizations.data[0]!.id,
+      "ai.id": aiCredential.json.id as string,
+      "ai.connection": pairing,
     },
   };
 }
@@ -228,6 +235,10 @@ describe("security rules of every contract route", () => {
     expect(schedule.json).to.include({ status: "active" });
     const connection = await http("GET", `/v1/connections/${fixture.bIds["connections.connection"]}`, { headers: auth });
     expect(connection.status).to.equal(200);
+    const credentials = await http("GET", "/v1/ai/credentials", { headers: auth });
+    expect((credentials.json.data as { id: string }[]).map((c) => c.id)).to.deep.equal([fixture.bIds["ai.id"]]);
+    const policy = await http("GET", `/v1/ai/policies/${fixture.bIds["ai.connection"]}`, { headers: auth });
+    expect(policy.json).to.include({ system_instruction: "b's", enabled: false });
     expect((await http("GET", "/v1/whoami", { headers: auth })).status).to.equal(200);
   });
 });

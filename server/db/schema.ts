@@ -16,6 +16,7 @@ import { Webhooks1732240400000 } from "./migrations/1732240400000-webhooks.js";
 import { AuthChanges1732240500000 } from "./migrations/1732240500000-auth-changes.js";
 import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
 import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
+import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 
 export const ENTITIES = [
   Plan,
@@ -40,4 +41,5 @@ export const MIGRATIONS = [
   AuthChanges1732240500000,
   Baileys1732250500000,
   OAuth1732250600000,
+  Ai1732250700000,
 ];

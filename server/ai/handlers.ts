@@ -1,0 +1,24 @@
+import { initServer } from "@ts-rest/express";
+import { contract } from "../../contract/index.js";
+import type { AppContext } from "../context.js";
+import { principalOf } from "../http/principal.js";
+import { AiCredentialService } from "./credentials.js";
+import { AiPolicyService } from "./policies.js";
+
+const s = initServer();
+
+/** The AI routes that are built: credentials and policies (runs are listed in `notBuilt`). */
+export function aiRouter(ctx: AppContext) {
+  const credentials = new AiCredentialService(ctx.db, { secretKey: ctx.config.secretKey, allowPrivate: ctx.config.webhooks.allowPrivate });
+  const policies = new AiPolicyService(ctx.db);
+  return {
+    createCredential: s.route(contract.ai.createCredential, async ({ body, res }) => ({ status: 201, body: await credentials.create(principalOf(res), body) })),
+    listCredentials: s.route(contract.ai.listCredentials, async ({ res }) => ({ status: 200, body: { data: await credentials.list(principalOf(res)) } })),
+    deleteCredential: s.route(contract.ai.deleteCredential, async ({ params, res }) => {
+      await credentials.delete(principalOf(res), params.id);
+      return { status: 204, body: undefined };
+    }),
+    setPolicy: s.route(contract.ai.setPolicy, async ({ params, body, res }) => ({ status: 200, body: await policies.set(principalOf(res), params.connection, body) })),
+    getPolicy: s.route(contract.ai.getPolicy, async ({ params, res }) => ({ status: 200, body: await policies.get(principalOf(res), params.connection) })),
+  };
+}
