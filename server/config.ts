@@ -27,6 +27,9 @@ const Env = z.object({
   SECRET_KEY: z.string().min(1).optional(),
   ADMIN_EMAIL: z.string().email().optional(),
   METRICS_TOKEN: z.string().min(16, "METRICS_TOKEN must be at least 16 characters").optional(),
+  /** CIDRs that tenant-given URLs (webhooks, an AI credential's base_url, media) may reach although private. */
+  OUTBOUND_ALLOW_PRIVATE: z.string().optional(),
+  /** The older name of OUTBOUND_ALLOW_PRIVATE, still read when the new one is unset. */
   WEBHOOK_ALLOW_PRIVATE: z.string().optional(),
   /** Per-attempt webhook timeout; the product promise is 10 s, lower values are for tests. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
@@ -75,7 +78,7 @@ export interface Config {
   metricsToken: string | undefined;
   webhookAllowPrivate: string[];
   webhooks: {
-    /** WEBHOOK_ALLOW_PRIVATE, parsed once: a bad CIDR stops start-up. */
+    /** OUTBOUND_ALLOW_PRIVATE (or WEBHOOK_ALLOW_PRIVATE), parsed once: a bad CIDR stops start-up. */
     allowPrivate: AllowList;
     timeoutMs: number;
     /** Retry delays in milliseconds when overridden by WEBHOOK_RETRY_SCHEDULE; else undefined. */
@@ -112,7 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const smtpUrl = mailTransport(e) === "smtp" ? e.SMTP_URL : undefined;
   const dataDir = resolve(e.DATA_DIR);
-  const webhookAllowPrivate = (e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const webhookAllowPrivate = (e.OUTBOUND_ALLOW_PRIVATE ?? e.WEBHOOK_ALLOW_PRIVATE ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   let allowPrivate: AllowList;
   try {
     allowPrivate = parseAllowList(webhookAllowPrivate);

@@ -1,7 +1,11 @@
 // The webhook address policy: a table of IPv4/IPv6 edge cases for the classifier (both sides of
-// every boundary), the WEBHOOK_ALLOW_PRIVATE allow-list, and checkWebhookUrl with an injected
+// every boundary), the OUTBOUND_ALLOW_PRIVATE allow-list, and checkWebhookUrl with an injected
 // resolver. Nothing here touches the network or the test gateway.
 import { expect } from "chai";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../server/config.js";
 import {
   EMPTY_ALLOW_LIST,
   checkWebhookUrl,
@@ -210,7 +214,17 @@ describe("webhook address policy: classifyAddress", () => {
   }
 });
 
-describe("webhook address policy: WEBHOOK_ALLOW_PRIVATE", () => {
+describe("outbound address policy: OUTBOUND_ALLOW_PRIVATE (older name WEBHOOK_ALLOW_PRIVATE)", () => {
+  it("reads OUTBOUND_ALLOW_PRIVATE, and WEBHOOK_ALLOW_PRIVATE only when the new name is unset", () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-gateway-config-"));
+    const ranges = (env: Record<string, string>) => loadConfig({ NODE_ENV: "test", DATA_DIR: dataDir, ...env }).webhooks.allowPrivate.source;
+    expect(ranges({ OUTBOUND_ALLOW_PRIVATE: "10.0.0.0/8" })).to.deep.equal(["10.0.0.0/8"]);
+    expect(ranges({ WEBHOOK_ALLOW_PRIVATE: "192.168.0.0/16" })).to.deep.equal(["192.168.0.0/16"]);
+    expect(ranges({ OUTBOUND_ALLOW_PRIVATE: "10.0.0.0/8", WEBHOOK_ALLOW_PRIVATE: "192.168.0.0/16" })).to.deep.equal(["10.0.0.0/8"]);
+    expect(ranges({})).to.deep.equal([]);
+    expect(() => ranges({ OUTBOUND_ALLOW_PRIVATE: "10.0.0.0/33" })).to.throw(/OUTBOUND_ALLOW_PRIVATE: invalid CIDR/);
+  });
+
   it("parses CIDRs and bare addresses, trimming and skipping empty entries", () => {
     const list = parseAllowList([" 127.0.0.0/8 ", "", "fd00::/8", "192.168.1.10", "::1"]);
     expect(list.source).to.deep.equal(["127.0.0.0/8", "fd00::/8", "192.168.1.10/32", "::1/128"]);
@@ -220,7 +234,7 @@ describe("webhook address policy: WEBHOOK_ALLOW_PRIVATE", () => {
 
   for (const bad of ["10.0.0.0/33", "::1/129", "not-a-cidr", "10.0.0/8", "010.0.0.0/8", "127.0.0.1/", "/8", "10.0.0.0/8/8", "10.0.0.0/x"]) {
     it(`throws a clear error at config time for ${JSON.stringify(bad)}`, () => {
-      expect(() => parseAllowList(["127.0.0.0/8", bad])).to.throw(Error, `WEBHOOK_ALLOW_PRIVATE: invalid CIDR ${JSON.stringify(bad)}`);
+      expect(() => parseAllowList(["127.0.0.0/8", bad])).to.throw(Error, `OUTBOUND_ALLOW_PRIVATE: invalid CIDR ${JSON.stringify(bad)}`);
     });
   }
 

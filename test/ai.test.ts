@@ -1,7 +1,7 @@
 // AI credentials and policies over HTTP (spec 2.6, 4.5): every field at its limits, the sealed key
 // (never returned, never in the audit log), the outbound address policy on base_url, 402 off-plan,
 // the 404 of a connection without a policy, replacing a policy, deleting a credential a policy names.
-// The test gateway allows 127.0.0.0/8 (WEBHOOK_ALLOW_PRIVATE), so loopback base URLs register.
+// The test gateway allows 127.0.0.0/8 (OUTBOUND_ALLOW_PRIVATE), so loopback base URLs register.
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import { MAX_SAFE_INT } from "../contract/common.js";

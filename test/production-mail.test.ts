@@ -10,7 +10,7 @@ const WARNING = "MAIL_TRANSPORT=log in production";
 /** What NODE_ENV=production needs besides mail (the test run's database and key). */
 function production(env: Record<string, string | undefined>): Record<string, string | undefined> {
   // A production gateway refuses the test stand-in for the Baileys socket (config.ts), which childEnv sets.
-  return { NODE_ENV: "production", BASE_URL: "https://gateway.example.test", SMTP_URL: undefined, BAILEYS_SOCKET_MODULE: undefined, ...env };
+  return { NODE_ENV: "production", BASE_URL: "https://gateway.example.test", SMTP_URL: undefined, ...env };
 }
 
 /** Warnings (pino level 40) whose message mentions `text`. */

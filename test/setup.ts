@@ -79,7 +79,7 @@ export const mochaHooks = {
       TRUST_PROXY: "loopback",
       // Webhook receivers in tests listen on loopback; short timeout and retry delays keep the
       // timeout and retry tests fast (test/webhook-delivery.test.ts).
-      WEBHOOK_ALLOW_PRIVATE: "127.0.0.0/8",
+      OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_TIMEOUT_MS: "1500",
       WEBHOOK_RETRY_SCHEDULE: "0.5,0.5,1",
       // The Baileys engine's sockets are the stand-in's (test/support/baileys-stand-in.ts).

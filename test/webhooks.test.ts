@@ -1,7 +1,7 @@
 // Webhook endpoints over HTTP (spec 2.4, 4.4, 5.11): every field rule at its limits, the refused
 // URLs, the one-time encrypted secret, connection scoping (402 / 404), who may manage endpoints
 // (keys by scope, sessions by role), tenancy and the audit log. Deliveries are in
-// webhook-delivery.test.ts. The test gateway allows 127.0.0.0/8 (WEBHOOK_ALLOW_PRIVATE), so
+// webhook-delivery.test.ts. The test gateway allows 127.0.0.0/8 (OUTBOUND_ALLOW_PRIVATE), so
 // http://127.0.0.1 URLs register; nothing in this file makes an event, so nothing is delivered.
 import { expect } from "chai";
 import type { DataSource } from "typeorm";

@@ -41,7 +41,7 @@ export type Lookup = (host: string) => Promise<ResolvedAddress[]>;
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
-/** Parsed WEBHOOK_ALLOW_PRIVATE: CIDR ranges webhook URLs may reach although private. */
+/** Parsed OUTBOUND_ALLOW_PRIVATE (older name WEBHOOK_ALLOW_PRIVATE): CIDR ranges tenant-given URLs may reach although private. */
 export interface AllowList {
   readonly ranges: readonly Cidr[];
   /** The ranges as given, normalized (for logs and messages). */
@@ -185,7 +185,7 @@ export function classifyAddress(ip: string): Classification {
 }
 
 /**
- * Parses WEBHOOK_ALLOW_PRIVATE entries ("127.0.0.0/8", "fd00::/8"; a bare address means that one
+ * Parses OUTBOUND_ALLOW_PRIVATE entries ("127.0.0.0/8", "fd00::/8"; a bare address means that one
  * host). Throws on the first invalid entry, naming it, so a bad setting fails at start-up.
  * An IPv4-mapped IPv6 range ("::ffff:10.0.0.0/104") is stored as its IPv4 range.
  */
@@ -207,7 +207,7 @@ export function parseAllowList(cidrs: readonly string[]): AllowList {
       cidr = [addr, bits === undefined ? max : Number(bits)];
     } catch {
       throw new Error(
-        `WEBHOOK_ALLOW_PRIVATE: invalid CIDR ${JSON.stringify(entry)} (expected e.g. "127.0.0.0/8" or "fd00::/8", comma-separated)`,
+        `OUTBOUND_ALLOW_PRIVATE: invalid CIDR ${JSON.stringify(entry)} (expected e.g. "127.0.0.0/8" or "fd00::/8", comma-separated)`,
       );
     }
     const [addr, bits] = cidr;
@@ -220,7 +220,7 @@ export function parseAllowList(cidrs: readonly string[]): AllowList {
   return Object.freeze({ ranges: Object.freeze(ranges), source: Object.freeze(source) });
 }
 
-/** Splits and parses the raw comma-separated WEBHOOK_ALLOW_PRIVATE value. */
+/** Splits and parses the raw comma-separated OUTBOUND_ALLOW_PRIVATE value. */
 export function parseAllowListEnv(value: string | undefined): AllowList {
   return parseAllowList((value ?? "").split(","));
 }
