@@ -1,0 +1,71 @@
+// The frame: sign-in while signed out, else the navigation and the pages.
+import { useMutation } from "@tanstack/react-query";
+import { NavLink, Navigate, Route, Routes } from "react-router";
+import { api, expectOk, queryClient } from "./api";
+import { SESSION_KEY, useSession } from "./session";
+import { ProblemNote } from "./ui";
+import { SignIn } from "./pages/SignIn";
+import { Overview } from "./pages/Overview";
+import { ApiKeys } from "./pages/ApiKeys";
+
+const NAV = [
+  { to: "/", label: "Overview" },
+  { to: "/api-keys", label: "API keys" },
+] as const;
+
+export function App() {
+  const session = useSession();
+  if (session.isPending) return <p role="status">Loading…</p>;
+  if (session.error) return <ProblemNote error={session.error} />;
+  if (!session.data) return <SignIn />;
+  const { user, workspace, role } = session.data;
+  return (
+    <div className="shell">
+      <header className="top">
+        <span className="brand">svc-gateway</span>
+        <span className="who">
+          {workspace?.name ?? "No workspace"} · {user.email}
+          {role && ` (${role})`}
+        </span>
+        <SignOut />
+      </header>
+      <nav aria-label="Main">
+        <ul>
+          {NAV.map((n) => (
+            <li key={n.to}>
+              <NavLink to={n.to} end>
+                {n.label}
+              </NavLink>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main>
+        {workspace && role ? (
+          <Routes>
+            <Route path="/" element={<Overview />} />
+            <Route path="/api-keys" element={<ApiKeys role={role} />} />
+            <Route path="*" element={<Navigate to="/" replace />} />
+          </Routes>
+        ) : (
+          <p>This address has no workspace yet: accept the invitation you were sent, or ask the operator for one.</p>
+        )}
+      </main>
+    </div>
+  );
+}
+
+function SignOut() {
+  const logout = useMutation({
+    mutationFn: () => expectOk(api.auth.logout()),
+    onSettled: () => {
+      queryClient.clear();
+      queryClient.setQueryData(SESSION_KEY, null);
+    },
+  });
+  return (
+    <button type="button" onClick={() => logout.mutate()} disabled={logout.isPending}>
+      Sign out
+    </button>
+  );
+}
