@@ -21,3 +21,12 @@ export const PERMISSIONS: Record<Role, RolePermissions> = {
   billing: { manageApiKeys: false, grantableScopes: [], manageWebhooks: false, manageMembersUpTo: null, approveOAuth: false },
 };
 
+
+/**
+ * Whether a member's session may use a route that a key would need `scope` for: every member
+ * reads; changes need a role that may grant the scope (so a viewer reads connections, a developer
+ * pairs them).
+ */
+export function sessionMayUse(role: Role, scope: Scope): boolean {
+  return scope.endsWith(":read") || PERMISSIONS[role].grantableScopes.includes(scope);
+}
