@@ -4,6 +4,7 @@ import { expect } from "chai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { testEnv } from "./setup.js";
 import { clientAddress, http, uniqueEmail } from "./support/actors.js";
+import { scan, uniquePhone } from "./support/sandbox.js";
 import { cspViolations, expectAccessible, launchBrowser, narrowContext, screenshot } from "./support/browser.js";
 
 /** The page's globals, as far as these tests read them (the test program has no DOM types). */
@@ -103,7 +104,7 @@ describe("dashboard: in a browser", function () {
 
   it("issues a key with the keyboard, shows it once, and offers only the scopes the role may grant", async () => {
     await page.getByRole("link", { name: "API keys" }).click();
-    await page.getByRole("heading", { name: "API keys" }).waitFor();
+    await page.getByRole("heading", { name: "API keys", exact: true }).waitFor();
     // An owner may grant all twelve issuable scopes; usage:read cannot be issued at all.
     expect(await page.getByRole("group", { name: "Scopes" }).getByRole("checkbox").count()).to.equal(12);
     await page.getByLabel("Key name").focus();
@@ -138,6 +139,30 @@ describe("dashboard: in a browser", function () {
       const g = globalThis as unknown as PageGlobals;
       return [g.localStorage.length, g.sessionStorage.length];
     })).to.deep.equal([0, 0]);
+  });
+
+  it("creates a sandbox connection, shows a live pairing QR, and turns connected when the phone scans it", async () => {
+    await page.getByRole("link", { name: "Connections" }).click();
+    await page.getByRole("heading", { name: "Connections", exact: true }).waitFor();
+    await page.getByLabel("Slug").fill("front-desk");
+    await page.getByLabel("Slug").press("Enter");
+    await page.getByRole("button", { name: "Pair front-desk" }).click();
+    await page.getByRole("img", { name: "Pairing QR code for front-desk" }).waitFor();
+    await expectAccessible(page);
+    await screenshot(page, "connections-pairing");
+    // The phone: the sandbox's scan of what the QR encodes.
+    const payload = (await page.getByLabel("Pairing payload").textContent())!;
+    const phone = uniquePhone();
+    await scan(payload, phone);
+    await page.getByRole("status").filter({ hasText: `Connected as ${phone}` }).waitFor({ timeout: 10_000 });
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.getByLabel("State of front-desk").textContent()).to.equal("connected");
+    await page.getByRole("button", { name: "Suspend front-desk" }).click();
+    await page.getByLabel("State of front-desk").filter({ hasText: "suspended" }).waitFor();
+    await page.getByRole("button", { name: "Resume front-desk" }).click();
+    await page.getByRole("button", { name: "Suspend front-desk" }).waitFor();
+    await expectAccessible(page);
+    await screenshot(page, "connections");
   });
 
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {

@@ -7,9 +7,11 @@ import { ProblemNote } from "./ui";
 import { SignIn } from "./pages/SignIn";
 import { Overview } from "./pages/Overview";
 import { ApiKeys } from "./pages/ApiKeys";
+import { Connections } from "./pages/Connections";
 
 const NAV = [
   { to: "/", label: "Overview" },
+  { to: "/connections", label: "Connections" },
   { to: "/api-keys", label: "API keys" },
 ] as const;
 
@@ -44,6 +46,7 @@ export function App() {
         {workspace && role ? (
           <Routes>
             <Route path="/" element={<Overview />} />
+            <Route path="/connections" element={<Connections role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
