@@ -52,6 +52,8 @@ describe("dashboard: in a browser", function () {
   let page: Page;
   let csp: string[];
   const email = uniqueEmail("dash");
+  /** The key issued through the page (messages:read, messages:write), for the API's side of later tests. */
+  let issuedKey = "";
 
   before(async () => {
     await testEnv().gateway.ctx.services.workspaces.create(`Dashboard ${email}`, email, "pro");
@@ -123,6 +125,7 @@ describe("dashboard: in a browser", function () {
     });
     const key = (await shown.textContent())!;
     expect(key).to.match(/^svc_live_/);
+    issuedKey = key;
     await expectAccessible(page);
     await screenshot(page, "api-keys");
     // The key works, with exactly the scopes ticked.
@@ -163,6 +166,33 @@ describe("dashboard: in a browser", function () {
     await page.getByRole("button", { name: "Suspend front-desk" }).waitFor();
     await expectAccessible(page);
     await screenshot(page, "connections");
+  });
+
+  it("shows a message sent from the API, filtered, and its timeline", async () => {
+    const to = uniquePhone();
+    const sent = await http("POST", "/v1/messages/text", {
+      body: { connection: "front-desk", to, body: "Hello from the API" },
+      headers: { authorization: `Bearer ${issuedKey}` },
+    });
+    expect(sent.status).to.equal(202);
+    await page.getByRole("link", { name: "Messages" }).click();
+    await page.getByRole("heading", { name: "Messages", exact: true }).waitFor();
+    await page.getByLabel("Direction").selectOption("outbound");
+    await page.getByLabel("Connection").selectOption("front-desk");
+    await page.getByRole("link", { name: "Hello from the API" }).waitFor();
+    await expectAccessible(page);
+    await screenshot(page, "messages");
+    // A filter that excludes it: nothing matches.
+    await page.getByLabel("Direction").selectOption("inbound");
+    await page.getByText("No messages match.").waitFor();
+    await page.getByLabel("Direction").selectOption("outbound");
+    await page.getByRole("link", { name: "Hello from the API" }).click();
+    await page.getByRole("heading", { name: "Message", exact: true }).waitFor();
+    const timeline = page.getByRole("list", { name: "Timeline" });
+    await timeline.getByText("accepted").waitFor();
+    expect(await page.getByText(`${sent.json.id as string}`).count()).to.equal(1);
+    await expectAccessible(page);
+    await screenshot(page, "message-timeline");
   });
 
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {

@@ -8,10 +8,12 @@ import { SignIn } from "./pages/SignIn";
 import { Overview } from "./pages/Overview";
 import { ApiKeys } from "./pages/ApiKeys";
 import { Connections } from "./pages/Connections";
+import { MessageDetail, Messages } from "./pages/Messages";
 
 const NAV = [
   { to: "/", label: "Overview" },
   { to: "/connections", label: "Connections" },
+  { to: "/messages", label: "Messages" },
   { to: "/api-keys", label: "API keys" },
 ] as const;
 
@@ -47,6 +49,8 @@ export function App() {
           <Routes>
             <Route path="/" element={<Overview />} />
             <Route path="/connections" element={<Connections role={role} />} />
+            <Route path="/messages" element={<Messages />} />
+            <Route path="/messages/:id" element={<MessageDetail />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>

@@ -1,5 +1,6 @@
-// Connections through the dashboard's session (product.md, "Dashboard"): every member reads them;
-// only a role that may grant connections:write changes them; cross-site changes stay refused.
+// What the dashboard's session reaches besides session routes (product.md, "Dashboard"):
+// connections (every member reads, a role that may grant connections:write changes them, cross-site
+// changes refused) and the message reads (list, one message, export), while sending stays a key's.
 import { expect } from "chai";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
@@ -39,5 +40,21 @@ describe("connections with a dashboard session", () => {
       headers: { cookie: ws.owner.cookie, origin: new URL(testEnv().gateway.ctx.config.webUrl).origin },
     });
     expect(same.status).to.equal(201);
+  });
+});
+
+describe("messages with a dashboard session", () => {
+  it("lets any member list, read and export messages, and never send", async () => {
+    const ws = await newWorkspace("enterprise");
+    const viewer = await ws.addMember("viewer");
+    const listed = await expectOk(viewer.client.messages.list({ query: {} }));
+    expect(listed.data).to.deep.equal([]);
+    expect((await viewer.client.messages.get({ params: { id: "msg_unknown" } })).status).to.equal(404);
+    const csv = await http("GET", "/v1/messages/export", { headers: { cookie: viewer.cookie } });
+    expect(csv.status).to.equal(200);
+    expect(csv.headers.get("content-type")).to.match(/^text\/csv/);
+    const origin = new URL(testEnv().gateway.ctx.config.webUrl).origin;
+    const send = await http("POST", "/v1/messages/text", { body: { connection: "any", to: "+15550001111", body: "x" }, headers: { cookie: ws.owner.cookie, origin } });
+    expect(send.status).to.equal(401);
   });
 });
