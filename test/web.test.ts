@@ -1,6 +1,8 @@
 // The dashboard in a real browser against the test gateway: served with its headers, signed into
 // by the code from the captured mail, keys issued and shown once, the session's end noticed.
 import { expect } from "chai";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { testEnv } from "./setup.js";
 import { clientAddress, http, uniqueEmail } from "./support/actors.js";
@@ -193,6 +195,46 @@ describe("dashboard: in a browser", function () {
     expect(await page.getByText(`${sent.json.id as string}`).count()).to.equal(1);
     await expectAccessible(page);
     await screenshot(page, "message-timeline");
+  });
+
+  it("registers a webhook endpoint, shows its secret once, its delivery log, and resends a delivery", async () => {
+    let received = 0;
+    const receiver: Server = createServer((req, res) => {
+      received++;
+      req.resume();
+      req.on("end", () => res.writeHead(200).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+      await page.getByRole("link", { name: "Webhooks" }).click();
+      await page.getByRole("heading", { name: "Webhooks", exact: true }).waitFor();
+      await page.getByLabel("Endpoint URL").fill(url);
+      await page.getByRole("checkbox", { name: "message.queued" }).check();
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      const secret = (await page.getByLabel("Signing secret value").textContent())!;
+      expect(secret).to.have.length.greaterThan(16);
+      await expectAccessible(page);
+      await screenshot(page, "webhooks");
+      await page.getByRole("button", { name: "I have copied it" }).click();
+      expect(await page.content()).to.not.include(secret);
+      const sent = await http("POST", "/v1/messages/text", {
+        body: { connection: "front-desk", to: uniquePhone(), body: "for the hook" },
+        headers: { authorization: `Bearer ${issuedKey}` },
+      });
+      expect(sent.status).to.equal(202);
+      await page.getByRole("button", { name: `Deliveries of ${url}` }).click();
+      const log = page.getByRole("region", { name: `Deliveries of ${url}` });
+      await log.getByText("succeeded").first().waitFor({ timeout: 15_000 });
+      const before = received;
+      await log.getByRole("button", { name: /^Resend message\.queued/ }).first().click();
+      await log.getByText(/^manual/).first().waitFor({ timeout: 15_000 });
+      expect(received).to.be.greaterThan(before);
+      await expectAccessible(page);
+      await screenshot(page, "webhook-deliveries");
+    } finally {
+      receiver.close();
+    }
   });
 
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {

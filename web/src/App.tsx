@@ -9,11 +9,13 @@ import { Overview } from "./pages/Overview";
 import { ApiKeys } from "./pages/ApiKeys";
 import { Connections } from "./pages/Connections";
 import { MessageDetail, Messages } from "./pages/Messages";
+import { Webhooks } from "./pages/Webhooks";
 
 const NAV = [
   { to: "/", label: "Overview" },
   { to: "/connections", label: "Connections" },
   { to: "/messages", label: "Messages" },
+  { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
 ] as const;
 
@@ -51,6 +53,7 @@ export function App() {
             <Route path="/connections" element={<Connections role={role} />} />
             <Route path="/messages" element={<Messages />} />
             <Route path="/messages/:id" element={<MessageDetail />} />
+            <Route path="/webhooks" element={<Webhooks role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
