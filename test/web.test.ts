@@ -58,7 +58,7 @@ describe("dashboard: in a browser", function () {
   let issuedKey = "";
 
   before(async () => {
-    await testEnv().gateway.ctx.services.workspaces.create(`Dashboard ${email}`, email, "pro");
+    await testEnv().gateway.ctx.services.workspaces.create(`Dashboard ${email}`, email, "enterprise");
     browser = await launchBrowser();
     context = await narrowContext(browser, clientAddress());
     page = await context.newPage();
@@ -235,6 +235,45 @@ describe("dashboard: in a browser", function () {
     } finally {
       receiver.close();
     }
+  });
+
+  it("invites a member, who follows the e-mail's link, signs in and accepts", async () => {
+    const { mailbox, gateway } = testEnv();
+    const invitee = uniqueEmail("invitee");
+    const since = mailbox.mails.length;
+    await page.getByRole("link", { name: "Team" }).click();
+    await page.getByRole("heading", { name: "Team", exact: true }).waitFor();
+    await page.getByLabel("E-mail address to invite").fill(invitee);
+    await page.getByLabel("Role").selectOption("developer");
+    await page.getByRole("button", { name: "Send invitation" }).click();
+    await page.getByRole("button", { name: `Cancel the invitation of ${invitee}` }).waitFor();
+    await expectAccessible(page);
+    await screenshot(page, "team");
+    const [link] = await mailbox.waitFor(invitee, /\S+\/invitations\/accept\?token=[A-Za-z0-9_-]+/, since);
+    expect(link.startsWith(gateway.ctx.config.webUrl + "/")).to.equal(true);
+    // The invitee, in a browser of their own.
+    const theirs = await narrowContext(browser, clientAddress());
+    try {
+      const them = await theirs.newPage();
+      const signInSince = mailbox.mails.length;
+      await them.goto(link);
+      await them.getByLabel("E-mail address").fill(invitee);
+      await them.getByRole("button", { name: "Send me a code" }).click();
+      const [, code] = await mailbox.waitFor(invitee, /sign-in code is (\d{6})/, signInSince);
+      await them.getByLabel("Sign-in code").fill(code!);
+      await them.getByRole("button", { name: "Sign in" }).click();
+      await them.getByRole("heading", { name: "Accept the invitation" }).waitFor();
+      await expectAccessible(them);
+      await screenshot(them, "invitation-accept");
+      await them.getByRole("button", { name: "Accept the invitation" }).click();
+      await them.getByRole("heading", { name: "Overview" }).waitFor();
+      await them.getByText(`${invitee} (developer)`).waitFor();
+    } finally {
+      await theirs.close();
+    }
+    await page.reload();
+    await page.getByLabel(`Role of ${invitee}`).waitFor();
+    expect(await page.getByLabel(`Role of ${invitee}`).inputValue()).to.equal("developer");
   });
 
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {

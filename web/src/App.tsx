@@ -1,6 +1,6 @@
 // The frame: sign-in while signed out, else the navigation and the pages.
 import { useMutation } from "@tanstack/react-query";
-import { NavLink, Navigate, Route, Routes } from "react-router";
+import { NavLink, Navigate, Route, Routes, useLocation } from "react-router";
 import { api, expectOk, queryClient } from "./api";
 import { SESSION_KEY, useSession } from "./session";
 import { ProblemNote } from "./ui";
@@ -10,6 +10,10 @@ import { ApiKeys } from "./pages/ApiKeys";
 import { Connections } from "./pages/Connections";
 import { MessageDetail, Messages } from "./pages/Messages";
 import { Webhooks } from "./pages/Webhooks";
+import { AcceptInvitation, Team } from "./pages/Team";
+
+/** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */
+const ACCEPT_PATH = "/invitations/accept";
 
 const NAV = [
   { to: "/", label: "Overview" },
@@ -17,10 +21,12 @@ const NAV = [
   { to: "/messages", label: "Messages" },
   { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
+  { to: "/team", label: "Team" },
 ] as const;
 
 export function App() {
   const session = useSession();
+  const { pathname } = useLocation();
   if (session.isPending) return <p role="status">Loading…</p>;
   if (session.error) return <ProblemNote error={session.error} />;
   if (!session.data) return <SignIn />;
@@ -47,7 +53,9 @@ export function App() {
         </ul>
       </nav>
       <main>
-        {workspace && role ? (
+        {pathname === ACCEPT_PATH ? (
+          <AcceptInvitation />
+        ) : workspace && role ? (
           <Routes>
             <Route path="/" element={<Overview />} />
             <Route path="/connections" element={<Connections role={role} />} />
@@ -55,6 +63,7 @@ export function App() {
             <Route path="/messages/:id" element={<MessageDetail />} />
             <Route path="/webhooks" element={<Webhooks role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
+            <Route path="/team" element={<Team userId={user.id} />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
         ) : (
