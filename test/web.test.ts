@@ -7,6 +7,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { testEnv } from "./setup.js";
 import { clientAddress, http, uniqueEmail } from "./support/actors.js";
 import { scan, uniquePhone } from "./support/sandbox.js";
+import { obtainTokens } from "./support/oauth.js";
 import { cspViolations, expectAccessible, launchBrowser, narrowContext, screenshot } from "./support/browser.js";
 
 /** The page's globals, as far as these tests read them (the test program has no DOM types). */
@@ -274,6 +275,21 @@ describe("dashboard: in a browser", function () {
     await page.reload();
     await page.getByLabel(`Role of ${invitee}`).waitFor();
     expect(await page.getByLabel(`Role of ${invitee}`).inputValue()).to.equal("developer");
+  });
+
+  it("lists the MCP clients the member approved, and revokes one", async () => {
+    const cookie = (await context.cookies()).find((c) => c.name === "svc_session")!;
+    const { access } = await obtainTokens(`svc_session=${cookie.value}`);
+    await page.getByRole("link", { name: "MCP clients" }).click();
+    await page.getByRole("heading", { name: "MCP clients", exact: true }).waitFor();
+    await page.getByText("Test assistant").waitFor();
+    await expectAccessible(page);
+    await screenshot(page, "mcp-clients");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Revoke Test assistant" }).click();
+    await page.getByText("No authorized clients.").waitFor();
+    const call = await http("POST", "/v1/mcp", { body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { authorization: `Bearer ${access}`, accept: "application/json, text/event-stream" } });
+    expect(call.status).to.equal(401);
   });
 
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {

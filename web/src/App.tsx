@@ -11,6 +11,7 @@ import { Connections } from "./pages/Connections";
 import { MessageDetail, Messages } from "./pages/Messages";
 import { Webhooks } from "./pages/Webhooks";
 import { AcceptInvitation, Team } from "./pages/Team";
+import { McpClients } from "./pages/McpClients";
 
 /** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */
 const ACCEPT_PATH = "/invitations/accept";
@@ -22,6 +23,7 @@ const NAV = [
   { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
   { to: "/team", label: "Team" },
+  { to: "/mcp-clients", label: "MCP clients" },
 ] as const;
 
 export function App() {
@@ -64,6 +66,7 @@ export function App() {
             <Route path="/webhooks" element={<Webhooks role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="/team" element={<Team userId={user.id} />} />
+            <Route path="/mcp-clients" element={<McpClients />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
         ) : (
