@@ -1,8 +1,9 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import reactHooks from "eslint-plugin-react-hooks";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "sdk/dist/", ".data/", "**/*.js", "!eslint.config.js"] },
+  { ignores: ["node_modules/", "sdk/dist/", "web/dist/", "test-artifacts/", ".data/", "**/*.js", "!eslint.config.js"] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {
@@ -13,5 +14,6 @@ export default tseslint.config(
       "no-console": ["error", { allow: ["error"] }],
     },
   },
+  { files: ["web/src/**"], ...reactHooks.configs.flat["recommended-latest"] },
   { files: ["test/**", "bench/**", "server/cli.ts"], rules: { "no-console": "off", "@typescript-eslint/no-unused-expressions": "off" } },
 );

@@ -52,7 +52,8 @@ export type PlanFeature = (typeof PLAN_FEATURES)[number];
 /**
  * How a route is authenticated, declared next to the route and enforced by one middleware.
  * `key`: an API key holding `scope` (no scope → any key, e.g. whoami). `session`: the dashboard
- * cookie. `key_or_session`: either (webhook endpoints, spec 5.11). `mcp`: an API key with `scope`
+ * cookie. `key_or_session`: either (webhook endpoints, spec 5.11; connections, for the dashboard); a session
+ * passes a read scope always and a write scope when its role may grant it (contract/permissions.ts). `mcp`: an API key with `scope`
  * or an OAuth access token. `none`: public.
  */
 export type RouteAuth =

@@ -53,8 +53,10 @@ export const PairingPayload = z.object({
 });
 export type PairingPayload = z.infer<typeof PairingPayload>;
 
-const read = { security: { auth: "key", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "connections:write" }, tag: "Connections" } satisfies RouteMetadata;
+// A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
+// a session may change connections when its role may grant connections:write.
+const read = { security: { auth: "key_or_session", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;
+const write = { security: { auth: "key_or_session", scope: "connections:write" }, tag: "Connections" } satisfies RouteMetadata;
 
 export const connections = c.router(
   {

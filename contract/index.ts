@@ -33,3 +33,4 @@ export * from "./auth.js";
 export * from "./oauth.js";
 export * from "./mcp.js";
 export * from "./ops.js";
+export * from "./permissions.js";

@@ -166,6 +166,8 @@ export type NumberCheck = z.infer<typeof NumberCheck>;
 
 const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
 const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages" } satisfies RouteMetadata;
+// The list, one message and the export are also the dashboard's (product.md, "Dashboard"): any member reads them.
+const readBySession = { security: { auth: "key_or_session", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
 
 export const messages = c.router(
   {
@@ -189,7 +191,7 @@ export const messages = c.router(
       description: "Newest first, cursor-paginated; `next_cursor` is null on the last page.",
       query: ListMessagesQuery,
       responses: { 200: MessagePage, ...problems(400, 401, 403, 429, 501) },
-      metadata: read,
+      metadata: readBySession,
     },
     // Declared before `get` so that a router registering in order never reads "export" as an id.
     export: {
@@ -199,7 +201,7 @@ export const messages = c.router(
       description: "Streams one row per message of the last `days` days. Message bodies are never exported.",
       query: ExportMessagesQuery,
       responses: { 200: c.otherResponse({ contentType: "text/csv", body: z.string() }), ...problems(400, 401, 403, 429, 501) },
-      metadata: read,
+      metadata: readBySession,
     },
     get: {
       method: "GET",
@@ -208,7 +210,7 @@ export const messages = c.router(
       description: "The message with its delivery timeline.",
       pathParams: IdParams,
       responses: { 200: MessageWithTimeline, ...problems(400, 401, 403, 404, 429, 501) },
-      metadata: read,
+      metadata: readBySession,
     },
     cancel: {
       method: "POST",

@@ -27,6 +27,7 @@ import { schedulesRouter } from "./schedules/handlers.js";
 import { teamRouter } from "./team/handlers.js";
 import { workspaceRouter } from "./workspace/handlers.js";
 import { webhooksRouter } from "./webhooks/handlers.js";
+import { webRouter } from "./web/index.js";
 
 const s = initServer();
 
@@ -99,6 +100,9 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   });
 
   app.use(ignoreUnreadableCallback);
+  // The dashboard last: only what no API route took reaches it.
+  const web = webRouter(ctx.config);
+  if (web) app.use(web);
   app.use((_req, res) => sendProblem(res, new ApiError("not_found", "No such route. The API is described at /v1/openapi.json.")));
   app.use(errorMiddleware);
   return app;

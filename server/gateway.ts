@@ -11,6 +11,7 @@ import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
 import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
+import { ensureWebBuild } from "./web/build.js";
 import { createMailer } from "./mail/mailer.js";
 import { Metrics } from "./ops/metrics.js";
 import { createStartingApp } from "./ops/starting.js";
@@ -36,6 +37,8 @@ export interface StartOptions {
 
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Before the port opens: the dashboard is rebuilt here when web/dist is missing or stale.
+  ensureWebBuild(logger, config.production);
   const metrics = new Metrics();
   // The port is opened first and answers the probes while start-up waits for the database and the
   // job backend (DATABASE_WAIT_S): alive, not ready, naming what is awaited. The full app takes

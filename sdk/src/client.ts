@@ -23,6 +23,11 @@ export interface ClientOptions {
   apiKey?: string;
   /** A dashboard session for server-side use, sent as the `Cookie` header, e.g. `svc_session=…`. */
   cookie?: string;
+  /**
+   * Whether a browser sends its cookies (fetch's `credentials`): `"include"` for a page on another
+   * origin than the gateway, `"same-origin"` (fetch's default) for the dashboard it serves.
+   */
+  credentials?: RequestInit["credentials"];
   /** The fetch to use; default the global one, looked up at each call. */
   fetch?: typeof fetch;
   /** Headers sent with every call. */
@@ -53,7 +58,7 @@ export function createClient(options: ClientOptions): SvcClient {
   const args: SvcClientArgs = {
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     baseHeaders,
-    api: gatewayFetcher(fetchImpl, policy, timeoutMs),
+    api: gatewayFetcher(fetchImpl, policy, timeoutMs, options.credentials),
     throwOnUnknownStatus: true,
     validateResponse: false,
     jsonQuery: false,
@@ -69,7 +74,7 @@ export function createClient(options: ClientOptions): SvcClient {
  * A request that never got an answer ends as SvcConnectionError; the caller's own abort is
  * passed through as it is.
  */
-function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs: number): ApiFetcher {
+function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs: number, credentials: RequestInit["credentials"]): ApiFetcher {
   return async ({ route, path, method, headers, body, fetchOptions }) => {
     const sentHeaders = withIdempotencyKey(route, headers);
     const request = { method, idempotencyKey: requiresIdempotencyKey(route) };
@@ -79,7 +84,7 @@ function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs:
       const timeout = AbortSignal.timeout(timeoutMs);
       try {
         const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
-        response = await exchange(fetchImpl, path, { ...fetchOptions, method, headers: sentHeaders, body, signal: attemptSignal });
+        response = await exchange(fetchImpl, path, { ...fetchOptions, ...(credentials && { credentials }), method, headers: sentHeaders, body, signal: attemptSignal });
       } catch (err) {
         if (signal?.aborted) throw err;
         const delay = retryDelayAfterNetworkError(policy, request, retriesDone, signal);

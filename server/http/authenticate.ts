@@ -10,6 +10,7 @@ import { resolveApiKey, resolveSession } from "../auth/credentials.js";
 import { ACCESS_TOKEN_PREFIX, resolveAccessToken } from "../oauth/tokens.js";
 import type { ApiKeyCache } from "../auth/key-cache.js";
 import { SESSION_COOKIE } from "../auth/session-cookie.js";
+import { sessionMayUse } from "../../contract/permissions.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { ApiError } from "./errors.js";
 import type { Principal } from "./principal.js";
@@ -53,6 +54,9 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
         break;
       case "key_or_session":
         principal = bearer !== undefined ? await keyPrincipal(bearer, res, security.scope) : await sessionPrincipal(req, res);
+        if (principal?.kind === "session" && !sessionMayUse(principal.role, security.scope)) {
+          throw new ApiError("forbidden", `Your role (${principal.role}) cannot do this: it needs ${security.scope}.`);
+        }
         break;
       case "mcp":
         principal = await mcpPrincipal(bearer, res, security.scope);

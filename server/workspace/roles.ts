@@ -1,24 +1,8 @@
-// The permission matrix of product.md, as data. Every role check in the project reads this table.
-import { ISSUABLE_SCOPES, ROLES, type Role, type Scope } from "../../contract/common.js";
+// Role checks over the permission matrix (contract/permissions.ts, shared with the dashboard).
+import { ROLES, type Role, type Scope } from "../../contract/common.js";
+import { PERMISSIONS } from "../../contract/permissions.js";
 
-interface RolePermissions {
-  manageApiKeys: boolean;
-  grantableScopes: readonly Scope[];
-  manageWebhooks: boolean;
-  /** The highest role this role may invite, assign or act on; null: no member management. */
-  manageMembersUpTo: Role | null;
-  approveOAuth: boolean;
-}
-
-const ALL_BUT_AI_WRITE = ISSUABLE_SCOPES.filter((s) => s !== "ai:write");
-
-export const PERMISSIONS: Record<Role, RolePermissions> = {
-  owner: { manageApiKeys: true, grantableScopes: ISSUABLE_SCOPES, manageWebhooks: true, manageMembersUpTo: "owner", approveOAuth: true },
-  admin: { manageApiKeys: true, grantableScopes: ISSUABLE_SCOPES, manageWebhooks: true, manageMembersUpTo: "admin", approveOAuth: true },
-  developer: { manageApiKeys: true, grantableScopes: ALL_BUT_AI_WRITE, manageWebhooks: true, manageMembersUpTo: null, approveOAuth: true },
-  viewer: { manageApiKeys: false, grantableScopes: [], manageWebhooks: false, manageMembersUpTo: null, approveOAuth: false },
-  billing: { manageApiKeys: false, grantableScopes: [], manageWebhooks: false, manageMembersUpTo: null, approveOAuth: false },
-};
+export { PERMISSIONS };
 
 /**
  * Authority order for member management. viewer and billing are peers of equal rank below

@@ -1,0 +1,58 @@
+// The dashboard (web/), served by the gateway at {web_url}/: fingerprinted assets with a year's
+// cache, index.html for the page's own routes, a strict Content-Security-Policy on both.
+import express, { Router, type Request } from "express";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "../config.js";
+import { webDistDir } from "./build.js";
+
+/** Paths that are never the dashboard's: the API, the operational and discovery routes, the sandbox. */
+const NOT_THE_PAGE = /^\/(v1|\.well-known|sandbox|oauth|mcp|healthz|readyz|metrics)(\/|$)/;
+
+export function contentSecurityPolicy(config: Pick<Config, "baseUrl" | "webUrl">): string {
+  const api = new URL(config.baseUrl).origin;
+  const connect = api === new URL(config.webUrl).origin ? "'self'" : `'self' ${api}`;
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `connect-src ${connect}`,
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+/** The dashboard's routes; null when there is no build to serve (logged by the caller). */
+export function webRouter(config: Pick<Config, "baseUrl" | "webUrl">, dist = webDistDir()): Router | null {
+  const index = join(dist, "index.html");
+  if (!existsSync(index)) return null;
+  const csp = contentSecurityPolicy(config);
+  const router = Router();
+  router.use((_req, res, next) => {
+    res.setHeader("Content-Security-Policy", csp);
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.setHeader("Referrer-Policy", "same-origin");
+    next();
+  });
+  // Names carry a content hash (web/vite.config.ts), so a name never changes meaning.
+  router.use(
+    "/assets",
+    express.static(join(dist, "assets"), { immutable: true, maxAge: "365d", index: false }),
+  );
+  router.get(/.*/, (req, res, next) => {
+    if (!wantsPage(req)) return next();
+    res.setHeader("Cache-Control", "no-cache");
+    res.sendFile(index);
+  });
+  return router;
+}
+
+/** A browser navigating to one of the page's routes: a GET for HTML outside the API's paths. */
+function wantsPage(req: Request): boolean {
+  if (NOT_THE_PAGE.test(req.path)) return false;
+  return req.accepts(["html", "json"]) === "html" && (req.headers.accept ?? "").includes("text/html");
+}

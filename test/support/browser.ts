@@ -1,0 +1,52 @@
+// A real browser for the dashboard's tests: Debian's Chromium driven by playwright-core, at the
+// narrowest width the dashboard supports, with axe checks and a screenshot of each page.
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { AxeBuilder } from "@axe-core/playwright";
+import { expect } from "chai";
+
+/** Screenshots land here (git-ignored; CI keeps it as an artifact). */
+export const ARTIFACTS_DIR = join(process.cwd(), "test-artifacts");
+
+function chromiumPath(): string {
+  try {
+    return execFileSync("which", ["chromium"], { encoding: "utf8" }).trim();
+  } catch {
+    throw new Error("Chromium is not installed: `apt-get install -y chromium` (see .ci/run)");
+  }
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
+
+/** A fresh profile 360 px wide; every request claims its own client address (per-IP sign-in limits). */
+export async function narrowContext(browser: Browser, clientAddress: string): Promise<BrowserContext> {
+  return browser.newContext({ viewport: { width: 360, height: 740 }, extraHTTPHeaders: { "x-forwarded-for": clientAddress } });
+}
+
+/** Fails on any serious or critical axe violation of the page as it is now. */
+export async function expectAccessible(page: Page): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).to.deep.equal([]);
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS_DIR, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS_DIR, `${name}.png`), fullPage: true });
+}
+
+/** Collects what the page's console says about Content-Security-Policy violations. */
+export function cspViolations(page: Page): string[] {
+  const seen: string[] = [];
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) seen.push(m.text());
+  });
+  return seen;
+}

@@ -1,0 +1,155 @@
+// Messages: filters, cursor pages (forward with next_cursor, back through the cursors seen), one
+// message's timeline, and the CSV export of what the filters select.
+import { useState } from "react";
+import { Link, useParams } from "react-router";
+import { useQuery } from "@tanstack/react-query";
+import { MESSAGE_STATUSES, type Message } from "@svc/sdk/contract";
+import { api, expectOk } from "../api";
+import { formatDate, Page, ProblemNote } from "../ui";
+
+type Filters = { connection: string; status: string; direction: string };
+const PAGE_SIZE = 25;
+
+function recipient(m: Message): string {
+  if (typeof m.to === "string") return m.to;
+  return "phone" in m.to ? m.to.phone : `group ${m.to.group}`;
+}
+
+/** The filters as query parameters, leaving out the empty ones. */
+function filterQuery(f: Filters) {
+  return {
+    ...(f.connection && { connection: f.connection }),
+    ...(f.status && { status: f.status as Message["status"] }),
+    ...(f.direction && { direction: f.direction as Message["direction"] }),
+  };
+}
+
+export function Messages() {
+  const [filters, setFilters] = useState<Filters>({ connection: "", status: "", direction: "" });
+  // cursors[i] opens page i; page 0 has none.
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const pageIndex = cursors.length - 1;
+  const cursor = cursors[pageIndex];
+  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const list = useQuery({
+    queryKey: ["messages", filters, cursor],
+    queryFn: () => expectOk(api.messages.list({ query: { limit: PAGE_SIZE, ...filterQuery(filters), ...(cursor && { cursor }) } })),
+  });
+  const setFilter = (k: keyof Filters, v: string) => {
+    setFilters({ ...filters, [k]: v });
+    setCursors([undefined]);
+  };
+  const exportHref = `/v1/messages/export?${new URLSearchParams(filterQuery(filters)).toString()}`;
+
+  return (
+    <Page title="Messages">
+      <form className="filters" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
+        <label htmlFor="f-connection">Connection</label>
+        <select id="f-connection" value={filters.connection} onChange={(e) => setFilter("connection", e.target.value)}>
+          <option value="">All</option>
+          {connections.data?.data.map((c) => (
+            <option key={c.id} value={c.slug}>
+              {c.slug}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="f-status">Status</label>
+        <select id="f-status" value={filters.status} onChange={(e) => setFilter("status", e.target.value)}>
+          <option value="">All</option>
+          {MESSAGE_STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="f-direction">Direction</label>
+        <select id="f-direction" value={filters.direction} onChange={(e) => setFilter("direction", e.target.value)}>
+          <option value="">Both</option>
+          <option value="outbound">outbound</option>
+          <option value="inbound">inbound</option>
+        </select>
+      </form>
+      <p>
+        <a href={exportHref} download>
+          Export the last 30 days as CSV
+        </a>
+      </p>
+      <ProblemNote error={list.error ?? connections.error} />
+      {list.data && list.data.data.length === 0 && <p>No messages match.</p>}
+      <ul className="rows">
+        {list.data?.data.map((m) => (
+          <li key={m.id}>
+            <span>
+              <Link to={`/messages/${m.id}`}>{m.body ? m.body.slice(0, 60) : m.media ? `[${m.media.kind ?? "media"}]` : m.id}</Link>
+              {" · "}
+              {m.direction} {m.direction === "outbound" ? `to ${recipient(m)}` : `from ${m.from ?? "?"}`} · {m.connection} · {m.status} · {formatDate(m.created_at)}
+            </span>
+          </li>
+        ))}
+      </ul>
+      <nav aria-label="Pages" className="actions">
+        <button type="button" disabled={pageIndex === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <button type="button" disabled={!list.data?.next_cursor} onClick={() => setCursors([...cursors, list.data!.next_cursor!])}>
+          Next page
+        </button>
+      </nav>
+    </Page>
+  );
+}
+
+export function MessageDetail() {
+  const { id = "" } = useParams();
+  const message = useQuery({ queryKey: ["message", id], queryFn: () => expectOk(api.messages.get({ params: { id } })), refetchInterval: 5_000 });
+  const m = message.data;
+  return (
+    <Page title="Message">
+      <p>
+        <Link to="/messages">All messages</Link>
+      </p>
+      <ProblemNote error={message.error} />
+      {m && (
+        <>
+          <dl className="facts">
+            <dt>ID</dt>
+            <dd>
+              <code>{m.id}</code>
+            </dd>
+            <dt>Connection</dt>
+            <dd>{m.connection}</dd>
+            <dt>Direction</dt>
+            <dd>{m.direction}</dd>
+            <dt>{m.direction === "outbound" ? "To" : "From"}</dt>
+            <dd>{m.direction === "outbound" ? recipient(m) : m.from}</dd>
+            <dt>Status</dt>
+            <dd>{m.status}</dd>
+            {m.body !== null && (
+              <>
+                <dt>Body</dt>
+                <dd>{m.body}</dd>
+              </>
+            )}
+            {m.error && (
+              <>
+                <dt>Error</dt>
+                <dd>
+                  {m.error.code}: {m.error.message}
+                </dd>
+              </>
+            )}
+          </dl>
+          <h2>Timeline</h2>
+          <ol className="timeline" aria-label="Timeline">
+            {m.timeline.map((t, i) => (
+              <li key={i}>
+                <strong>{t.status}</strong> · <time dateTime={t.at}>{formatDate(t.at)}</time>
+                {t.detail && ` · ${t.detail}`}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </Page>
+  );
+}
