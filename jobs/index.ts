@@ -2,8 +2,9 @@
 import type { AppContext } from "../server/context.js";
 import { messageReleaseJob, scheduledSweepJob } from "./message-release.js";
 import { idempotencyPruneJob } from "./idempotency-prune.js";
-import { IDEMPOTENCY_PRUNE_JOB, MESSAGES_SWEEP_JOB, OAUTH_PRUNE_JOB, WEBHOOK_PRUNE_JOB } from "./names.js";
+import { IDEMPOTENCY_PRUNE_JOB, MESSAGES_SWEEP_JOB, OAUTH_PRUNE_JOB, RATE_LIMIT_PRUNE_JOB, WEBHOOK_PRUNE_JOB } from "./names.js";
 import { oauthPruneJob } from "./oauth-prune.js";
+import { rateLimitPruneJob } from "./rate-limit-prune.js";
 import { purgeConnectionJob } from "./purge-connection.js";
 import { webhookPruneJob } from "./webhook-prune.js";
 import { webhookRetryJob } from "./webhook-retry.js";
@@ -17,6 +18,7 @@ export async function defineJobs(ctx: AppContext): Promise<void> {
   ctx.jobs.define(webhookPruneJob(ctx));
   ctx.jobs.define(idempotencyPruneJob(ctx));
   ctx.jobs.define(oauthPruneJob(ctx));
+  ctx.jobs.define(rateLimitPruneJob(ctx));
   for (const job of scheduleFireJobs(ctx)) ctx.jobs.define(job);
 }
 
@@ -26,5 +28,6 @@ export async function scheduleRecurringJobs(ctx: AppContext): Promise<void> {
   await ctx.jobs.agenda.every("1 hour", WEBHOOK_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", IDEMPOTENCY_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await ctx.jobs.agenda.every("1 hour", OAUTH_PRUNE_JOB, {}, { skipImmediate: false } as never);
+  await ctx.jobs.agenda.every("1 hour", RATE_LIMIT_PRUNE_JOB, {}, { skipImmediate: false } as never);
   await scheduleScheduleFiring(ctx);
 }

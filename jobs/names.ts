@@ -10,6 +10,7 @@ export const WEBHOOK_RETRY_JOB = "webhook.retry";
 export const WEBHOOK_PRUNE_JOB = "webhooks.prune";
 export const IDEMPOTENCY_PRUNE_JOB = "idempotency.prune";
 export const OAUTH_PRUNE_JOB = "oauth.prune";
+export const RATE_LIMIT_PRUNE_JOB = "rate-limits.prune";
 
 /** Recurring schedule-firing lanes, one job name each (jobs/schedule-fire.ts). */
 export function scheduleFireJobName(lane: number): string {
