@@ -14,6 +14,7 @@ import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/e
 import { jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
 import { checkInput } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
+import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
 import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
@@ -54,6 +55,8 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   const oauthRequests = new RequestSigner(ctx.config.secretKey);
   app.use(oauthMetadataRouter(ctx.config));
   app.use(oauthPages(ctx, oauthRequests, issuerOf(ctx.config)));
+  // The dashboard's live event monitor: a stream, so beside the contract (docs/decisions.md).
+  app.get(EVENT_STREAM_PATH, eventStream(ctx.db));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.

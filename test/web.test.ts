@@ -199,6 +199,27 @@ describe("dashboard: in a browser", function () {
     await screenshot(page, "message-timeline");
   });
 
+  it("shows the workspace's events as they happen, without a reload", async () => {
+    await page.getByRole("link", { name: "Events" }).click();
+    await page.getByRole("heading", { name: "Events", exact: true }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Listening" }).waitFor();
+    await page.evaluate(() => ((globalThis as unknown as PageGlobals).marker = 7));
+    const sent = await http("POST", "/v1/messages/text", {
+      body: { connection: "front-desk", to: uniquePhone(), body: "watched live" },
+      headers: { authorization: `Bearer ${issuedKey}` },
+    });
+    expect(sent.status).to.equal(202);
+    const list = page.getByRole("list", { name: "Events" });
+    // The event arrives while the page stays open; its payload is the one webhooks deliver.
+    const queued = list.getByRole("listitem").filter({ hasText: "message.queued" }).filter({ hasText: sent.json.id as string });
+    await queued.waitFor({ timeout: 10_000 });
+    await queued.getByText("message.queued", { exact: true }).click();
+    await queued.getByText("watched live").waitFor();
+    expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).marker)).to.equal(7);
+    await expectAccessible(page);
+    await screenshot(page, "events");
+  });
+
   it("registers a webhook endpoint, shows its secret once, its delivery log, and resends a delivery", async () => {
     let received = 0;
     const receiver: Server = createServer((req, res) => {

@@ -12,6 +12,7 @@ import { MessageDetail, Messages } from "./pages/Messages";
 import { Webhooks } from "./pages/Webhooks";
 import { AcceptInvitation, Team } from "./pages/Team";
 import { McpClients } from "./pages/McpClients";
+import { Events } from "./pages/Events";
 
 /** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */
 const ACCEPT_PATH = "/invitations/accept";
@@ -24,6 +25,7 @@ const NAV = [
   { to: "/api-keys", label: "API keys" },
   { to: "/team", label: "Team" },
   { to: "/mcp-clients", label: "MCP clients" },
+  { to: "/events", label: "Events" },
 ] as const;
 
 export function App() {
@@ -67,6 +69,7 @@ export function App() {
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="/team" element={<Team userId={user.id} />} />
             <Route path="/mcp-clients" element={<McpClients />} />
+            <Route path="/events" element={<Events />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
         ) : (
