@@ -83,6 +83,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   // issue 13: the dashboard lists and revokes the assistants a member authorized (product.md)
   ["get", "/v1/oauth/authorizations"],
   ["delete", "/v1/oauth/authorizations/{id}"],
+  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract)
+  ["get", "/v1/events/stream"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.
@@ -168,7 +170,7 @@ describe("OpenAPI document", () => {
         } else if (status === "204" || status === "302" || (op.operationId === "mcpCall" && status === "202")) {
           expect(types, where).to.deep.equal([]);
         } else {
-          const special: Record<string, string> = { messagesExport: "text/csv", metrics: "text/plain", apiCatalog: "application/linkset+json" };
+          const special: Record<string, string> = { messagesExport: "text/csv", metrics: "text/plain", apiCatalog: "application/linkset+json", streamEvents: "text/event-stream" };
           expect(types, where).to.deep.equal([special[op.operationId!] ?? "application/json"]);
         }
         if (status === "429") expect(response.headers, where).to.have.property("Retry-After");

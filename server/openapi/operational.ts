@@ -1,6 +1,6 @@
-// The routes served outside the ts-rest contract (server/ops/routes.ts and the OAuth discovery
-// documents, spec 4.9 and 4.10), described by hand: liveness, readiness, metrics and the
-// discovery documents. They have no zod schema because nothing validates their input (they take
+// The routes served outside the ts-rest contract (server/ops/routes.ts, the OAuth discovery
+// documents of spec 4.9 and 4.10, and the dashboard's event stream), described by hand: liveness,
+// readiness, metrics, the discovery documents and a stream ts-rest cannot describe. They have no zod schema because nothing validates their input (they take
 // none) and the SDK does not call them.
 import type { OperationObject, PathsObject, ResponseObject, SchemaObject } from "openapi3-ts/oas31";
 
@@ -30,6 +30,28 @@ const links: SchemaObject = {
 const stringList: SchemaObject = { type: "array", items: { type: "string" } };
 
 export const OPERATIONAL_PATHS: PathsObject = {
+  "/v1/events/stream": get(
+    "streamEvents",
+    "Live event stream (extension)",
+    "The session's workspace's events as they are recorded, as server-sent events (`text/event-stream`): one message per event, its `id` the event id and its `data` the payload webhooks deliver (whose `type` names the event). " +
+      "No history is sent; a comment line every 15 s keeps the connection open, and the stream ends when the session does. Session only: the dashboard's event monitor.",
+    {
+      200: {
+        description: "Server-sent events of the workspace",
+        headers: { "X-Request-Id": REQUEST_ID },
+        content: {
+          "text/event-stream": {
+            schema: { type: "string" },
+            example:
+              'id: evt_01JD3Q8W2Z6K9V5N1R4T7Y0B2C\ndata: {"id":"evt_01JD3Q8W2Z6K9V5N1R4T7Y0B2C","type":"message.queued","created_at":"2026-11-24T10:00:00.000Z","connection":"support","data":{}}\n\n',
+          },
+        },
+      },
+      401: problem("Not signed in", 401, "unauthorized", "Sign in first: POST /v1/auth/request-code, then /v1/auth/verify."),
+      403: problem("Not a member of a workspace", 403, "forbidden", "You are not a member of a workspace yet; accept an invitation first."),
+    },
+    { tags: ["Workspace"], security: [{ sessionCookie: [] }] },
+  ),
   "/healthz": get(
     "healthz",
     "Liveness",
