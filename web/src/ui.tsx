@@ -1,4 +1,5 @@
-// Small shared pieces: the problem box every error goes through, and the page frame.
+// Small shared pieces: the problem box every error goes through, a form's own refusal, a group of
+// checkboxes, and the page frame.
 import type { ReactNode } from "react";
 import { SvcApiError } from "./api";
 
@@ -28,6 +29,36 @@ export function ProblemNote({ error }: { error: unknown }) {
       <strong>Something went wrong</strong>
       <p>{error instanceof Error ? error.message : String(error)}</p>
     </div>
+  );
+}
+
+/** What a form refused before sending anything (the contract's schema said no). */
+export function InvalidNote({ message }: { message: string | null }) {
+  if (!message) return null;
+  return (
+    <p role="alert" className="problem">
+      {message}
+    </p>
+  );
+}
+
+/** A schema's complaints on one line: `path: message; …` (`root` names the value itself). */
+export function issuesText(issues: readonly { path: readonly PropertyKey[]; message: string }[], root = "value"): string {
+  return issues.map((i) => `${i.path.map(String).join(".") || root}: ${i.message}`).join("; ");
+}
+
+/** Checkboxes choosing some of `options`, in the order they are offered. */
+export function CheckboxGroup<T extends string>({ legend, options, selected, onChange }: { legend: string; options: readonly T[]; selected: readonly T[]; onChange: (next: T[]) => void }) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map((o) => (
+        <label key={o} className="check">
+          <input type="checkbox" checked={selected.includes(o)} onChange={(e) => onChange(e.target.checked ? [...selected, o] : selected.filter((x) => x !== o))} />
+          {o}
+        </label>
+      ))}
+    </fieldset>
   );
 }
 

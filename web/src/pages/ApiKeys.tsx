@@ -4,7 +4,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { IssueApiKeyBody, PERMISSIONS, type IssuableScope, type Role } from "@svc/sdk/contract";
 import type { ApiKey } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
-import { formatDate, Page, ProblemNote } from "../ui";
+import { CheckboxGroup, formatDate, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
 
 const KEYS = ["api-keys"] as const;
 
@@ -87,7 +87,7 @@ function IssueForm({ grantable, pending, onIssue }: { grantable: IssuableScope[]
     e.preventDefault();
     const parsed = IssueApiKeyBody.safeParse({ name: name.trim(), scopes, environment });
     if (!parsed.success) {
-      setInvalid(parsed.error.issues.map((i) => `${i.path.join(".") || "key"}: ${i.message}`).join("; "));
+      setInvalid(issuesText(parsed.error.issues, "key"));
       return;
     }
     setInvalid(null);
@@ -106,24 +106,8 @@ function IssueForm({ grantable, pending, onIssue }: { grantable: IssuableScope[]
         <option value="live">live</option>
         <option value="test">test</option>
       </select>
-      <fieldset>
-        <legend>Scopes</legend>
-        {grantable.map((s) => (
-          <label key={s} className="check">
-            <input
-              type="checkbox"
-              checked={scopes.includes(s)}
-              onChange={(e) => setScopes(e.target.checked ? [...scopes, s] : scopes.filter((x) => x !== s))}
-            />
-            {s}
-          </label>
-        ))}
-      </fieldset>
-      {invalid && (
-        <p role="alert" className="problem">
-          {invalid}
-        </p>
-      )}
+      <CheckboxGroup legend="Scopes" options={grantable} selected={scopes} onChange={setScopes} />
+      <InvalidNote message={invalid} />
       <button type="submit" disabled={pending}>
         Issue key
       </button>

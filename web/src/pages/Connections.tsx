@@ -6,7 +6,7 @@ import { QRCodeSVG } from "qrcode.react";
 import { CreateConnectionBody, sessionMayUse, type Role } from "@svc/sdk/contract";
 import type { Connection, PairingPayload } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
-import { formatDate, Page, ProblemNote } from "../ui";
+import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
 
 const LIST = ["connections"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: LIST });
@@ -93,11 +93,7 @@ function CreateForm() {
       <small id="con-slug-help">Used in the API, e.g. sales-line.</small>
       <label htmlFor="con-name">Name (optional)</label>
       <input id="con-name" value={name} onChange={(e) => setName(e.target.value)} />
-      {invalid && (
-        <p role="alert" className="problem">
-          {invalid}
-        </p>
-      )}
+      <InvalidNote message={invalid} />
       <ProblemNote error={create.error} />
       <button type="submit" disabled={create.isPending}>
         Create connection

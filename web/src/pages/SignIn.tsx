@@ -5,7 +5,7 @@ import { useMutation } from "@tanstack/react-query";
 import { RequestCodeBody, VerifyCodeBody } from "@svc/sdk/contract";
 import { api, expectOk, queryClient } from "../api";
 import { SESSION_KEY } from "../session";
-import { ProblemNote } from "../ui";
+import { InvalidNote, ProblemNote } from "../ui";
 
 export function SignIn() {
   const [email, setEmail] = useState("");
@@ -59,11 +59,7 @@ export function SignIn() {
           </button>
         </form>
       )}
-      {invalid && (
-        <p role="alert" className="problem">
-          {invalid}
-        </p>
-      )}
+      <InvalidNote message={invalid} />
       <ProblemNote error={request.error ?? verify.error} />
     </main>
   );

@@ -6,7 +6,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { InviteMemberBody, type Role } from "@svc/sdk/contract";
 import { api, expectOk, queryClient } from "../api";
 import { SESSION_KEY } from "../session";
-import { formatDate, Page, ProblemNote } from "../ui";
+import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
 
 const TEAM = ["team"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: TEAM });
@@ -102,11 +102,7 @@ function InviteForm({ roles }: { roles: Role[] }) {
           </option>
         ))}
       </select>
-      {invalid && (
-        <p role="alert" className="problem">
-          {invalid}
-        </p>
-      )}
+      <InvalidNote message={invalid} />
       <ProblemNote error={invite.error} />
       <button type="submit" disabled={invite.isPending}>
         Send invitation

@@ -5,7 +5,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { CreateWebhookEndpointBody, sessionMayUse, WEBHOOK_EVENTS, type Role } from "@svc/sdk/contract";
 import type { WebhookEndpoint } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
-import { formatDate, Page, ProblemNote } from "../ui";
+import { CheckboxGroup, formatDate, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
 
 const LIST = ["webhook-endpoints"] as const;
 
@@ -76,7 +76,7 @@ function CreateForm({ onCreated }: { onCreated: (url: string, secret: string) =>
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const parsed = CreateWebhookEndpointBody.safeParse({ url: url.trim(), events });
-    setInvalid(parsed.success ? null : parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    setInvalid(parsed.success ? null : issuesText(parsed.error.issues));
     if (parsed.success) create.mutate(parsed.data);
   };
   return (
@@ -84,20 +84,8 @@ function CreateForm({ onCreated }: { onCreated: (url: string, secret: string) =>
       <h2 id="wh-title">New endpoint</h2>
       <label htmlFor="wh-url">Endpoint URL</label>
       <input id="wh-url" type="url" required value={url} onChange={(e) => setUrl(e.target.value)} />
-      <fieldset>
-        <legend>Events</legend>
-        {WEBHOOK_EVENTS.map((ev) => (
-          <label key={ev} className="check">
-            <input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(e.target.checked ? [...events, ev] : events.filter((x) => x !== ev))} />
-            {ev}
-          </label>
-        ))}
-      </fieldset>
-      {invalid && (
-        <p role="alert" className="problem">
-          {invalid}
-        </p>
-      )}
+      <CheckboxGroup legend="Events" options={WEBHOOK_EVENTS} selected={events} onChange={setEvents} />
+      <InvalidNote message={invalid} />
       <ProblemNote error={create.error} />
       <button type="submit" disabled={create.isPending}>
         Add endpoint
