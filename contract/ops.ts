@@ -29,20 +29,19 @@ export const ConnectionStateEvent = z
   .strict();
 export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
 
-export const InboundMessageEvent = z
-  .object({
-    type: z.literal("message.inbound"),
-    event_id: EventId,
-    provider_message_id: z.string().min(1).max(200),
-    from: Phone,
-    to: Phone.optional(),
-    group: Phone.optional(),
-    body: z.string().max(4096).optional(),
-    media: Media.optional(),
-    location: Location.optional(),
-    timestamp: ZonedDateTime,
-  })
-  .strict();
+/** What the network reports of a message it carried: its id and content, inbound or written on the phone. */
+const ReportedMessage = z.object({
+  event_id: EventId,
+  provider_message_id: z.string().min(1).max(200),
+  to: Phone.optional(),
+  group: Phone.optional(),
+  body: z.string().max(4096).optional(),
+  media: Media.optional(),
+  location: Location.optional(),
+  timestamp: ZonedDateTime,
+});
+
+export const InboundMessageEvent = z.object({ type: z.literal("message.inbound"), from: Phone }).merge(ReportedMessage).strict();
 export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
 
 export const MessageStatusEvent = z
@@ -61,17 +60,8 @@ export type MessageStatusEvent = z.infer<typeof MessageStatusEvent>;
 // A message the person holding the linked phone wrote from the phone itself: the gateway records
 // it as an outbound message it did not send (a later assistant leaves such conversations to them).
 export const PhoneOutboundEvent = z
-  .object({
-    type: z.literal("message.outbound_from_phone"),
-    event_id: EventId,
-    provider_message_id: z.string().min(1).max(200),
-    to: Phone.optional(),
-    group: Phone.optional(),
-    body: z.string().max(4096).optional(),
-    media: Media.optional(),
-    location: Location.optional(),
-    timestamp: ZonedDateTime,
-  })
+  .object({ type: z.literal("message.outbound_from_phone") })
+  .merge(ReportedMessage)
   .strict()
   .describe("One of `to` (a phone number) or `group`; with both, the group");
 export type PhoneOutboundEvent = z.infer<typeof PhoneOutboundEvent>;
