@@ -6,10 +6,7 @@
 //   npx tsx bench/accept.ts [--seconds 10] [--connections 50]
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/accept.ts
 import { parseArgs } from "node:util";
-import express from "express";
-import type { AddressInfo } from "node:net";
-import { newId } from "../server/ids.js";
-import { load, startBench, table } from "./harness.js";
+import { load, startBaseline, startBench, table } from "./harness.js";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "10" }, connections: { type: "string", default: "50" } } });
 const seconds = Number(values.seconds);
@@ -18,18 +15,8 @@ const connections = Number(values.connections);
 // Hand-off is measured by bench/end-to-end.ts; here only accepting runs.
 const bench = await startBench({ DISPATCHER: "off" });
 const db = bench.gateway.ctx.db;
-await db.query(`CREATE TABLE bench_baseline (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
-
-const baselineApp = express();
-baselineApp.use(express.json());
-baselineApp.post("/baseline", async (req, res) => {
-  const id = newId("msg");
-  await db.query(`INSERT INTO bench_baseline (id, body) VALUES ($1, $2)`, [id, JSON.stringify(req.body)]);
-  res.status(202).json({ id });
-});
-const baseline = baselineApp.listen(0, "127.0.0.1");
-await new Promise((r) => baseline.once("listening", r));
-const baselineUrl = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/baseline`;
+const baseline = await startBaseline(db);
+const baselineUrl = baseline.url;
 
 const body = JSON.stringify({ connection: bench.connectionSlugs[0], to: "+15550001111", body: "benchmark message" });
 const headers = { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "bench-[<id>]" };

@@ -6,11 +6,8 @@
 // Target: ≥ 500 messages/s on real PostgreSQL.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/end-to-end.ts [--messages 10000]
-import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import express from "express";
-import { newId } from "../server/ids.js";
-import { load, startBench, table } from "./harness.js";
+import { load, startBaseline, startBench, table } from "./harness.js";
 
 const { values } = parseArgs({ options: { messages: { type: "string", default: "10000" }, connections: { type: "string", default: "10" } } });
 const total = Number(values.messages);
@@ -82,17 +79,9 @@ table([
 ]);
 
 // The baseline, same process, same pool, same load: one INSERT per request, nothing else.
-await db.query(`CREATE TABLE bench_baseline (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
-const baselineApp = express();
-baselineApp.use(express.json());
-baselineApp.post("/baseline", async (req, res) => {
-  await db.query(`INSERT INTO bench_baseline (id, body) VALUES ($1, $2)`, [newId("msg"), JSON.stringify(req.body)]);
-  res.status(202).json({ ok: true });
-});
-const baseline = baselineApp.listen(0, "127.0.0.1");
-await new Promise((r) => baseline.once("listening", r));
+const baseline = await startBaseline(db);
 const base = await load({
-  url: `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/baseline`,
+  url: baseline.url,
   connections: 50,
   amount: perConnection * connectionCount,
   headers: { "content-type": "application/json" },

@@ -3,11 +3,14 @@
 // connection, and autocannon run as a separate process so the load generator does not share the
 // gateway's event loop.
 import { execFile } from "node:child_process";
+import type { AddressInfo } from "node:net";
+import express from "express";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { loadConfig } from "../server/config.js";
+import { newId } from "../server/ids.js";
 import { startGateway, type Gateway } from "../server/gateway.js";
 import { createLogger } from "../server/logger.js";
 import { freePort } from "../test/support/child-gateway.js";
@@ -50,7 +53,7 @@ export async function startBench(env: Record<string, string>, connections = 1): 
   const plan = await db.query(`SELECT * FROM plans WHERE id = 'enterprise'`);
   const issued = await services.apiKeys.issue(
     { kind: "session", workspaceId: ws.id, userId: owner!.user_id, sessionId: "bench", email: owner!.email, role: "owner", plan: plan[0] },
-    { name: "bench", scopes: ["messages:read", "messages:write", "connections:read", "connections:write"], environment: "live" },
+    { name: "bench", scopes: ["messages:read", "messages:write", "connections:read", "connections:write", "ai:read", "ai:write"], environment: "live" },
   );
   const slugs: string[] = [];
   for (let i = 0; i < connections; i++) {
@@ -131,4 +134,22 @@ export async function load(opts: {
 
 export function table(rows: Record<string, string | number>[]): void {
   console.table(rows);
+}
+
+/**
+ * The baseline the benchmarks compare against, in the bench's own process on the gateway's own
+ * pool: an Express route doing one INSERT per request and nothing else. Its URL, and a `close`.
+ */
+export async function startBaseline(db: Gateway["ctx"]["db"]): Promise<{ url: string; close(): void }> {
+  await db.query(`CREATE TABLE IF NOT EXISTS bench_baseline (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
+  const app = express();
+  app.use(express.json());
+  app.post("/baseline", async (req, res) => {
+    const id = newId("msg");
+    await db.query(`INSERT INTO bench_baseline (id, body) VALUES ($1, $2)`, [id, JSON.stringify(req.body)]);
+    res.status(202).json({ id });
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/baseline`, close: () => server.close() };
 }

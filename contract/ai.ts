@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere).
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionParams, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+import { ConnectionParams, ConnectionRef, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
 
 const c = initContract();
 
@@ -72,25 +72,41 @@ export const AiPolicy = z.object({
 });
 export type AiPolicy = z.infer<typeof AiPolicy>;
 
+export const AiRunOutcome = z.enum(["drafted", "replied", "cost_limit_reached", "rate_limited", "human_active", "credential_missing", "vendor_error"]);
+export type AiRunOutcome = z.infer<typeof AiRunOutcome>;
+
 // Prompt hashes, usage, cost and outcome only: never prompt or completion text (spec 2.6).
 export const AiRun = z.object({
-  id: z.string(),
+  id: z.string().describe("Identifier with prefix `airun_`"),
   connection: z.string(),
+  message_id: z.string().describe("The inbound message that started the run"),
+  mode: AiMode,
   model: z.string(),
-  prompt_sha256: z.string(),
+  prompt_sha256: z.string().nullable().describe("Hex SHA-256 of the exact request body sent to the vendor; null when no request was sent"),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   cost_micros: z.number().int(),
-  outcome: z.string().describe("e.g. drafted, sent, skipped, failed, limit_reached"),
+  latency_ms: z.number().int().nullable().describe("Time the vendor took to answer; null when it was not called"),
+  outcome: AiRunOutcome,
+  error: z.string().nullable().describe("A code (e.g. `vendor_timeout`, `vendor_rate_limited`, `vendor_unavailable`), never vendor text"),
   created_at: Timestamp,
 });
 export type AiRun = z.infer<typeof AiRun>;
 
-export const AiRunList = list(AiRun);
+export const ListAiRunsQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(25),
+    cursor: z.string().max(200).optional(),
+    connection: ConnectionRef.optional(),
+  })
+  .strict();
+export type ListAiRunsQuery = z.infer<typeof ListAiRunsQuery>;
+
+export const AiRunList = page(AiRun);
 export type AiRunList = z.infer<typeof AiRunList>;
 
-const read = { security: { auth: "key", scope: "ai:read" }, tag: "AI" } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "ai:write" }, tag: "AI" } satisfies RouteMetadata;
+const read = { security: { auth: "key_or_session", scope: "ai:read" }, tag: "AI" } satisfies RouteMetadata;
+const write = { security: { auth: "key_or_session", scope: "ai:write" }, tag: "AI" } satisfies RouteMetadata;
 
 export const ai = c.router(
   {
@@ -143,9 +159,10 @@ export const ai = c.router(
       method: "GET",
       path: "/v1/ai/runs",
       summary: "List recent AI runs",
-      description: "Prompt hashes, token usage, cost and outcome; never prompt or completion text.",
-      responses: { 200: AiRunList, ...problems(401, 403, 429, 501) },
-      metadata: { ...read, notImplemented: true } satisfies RouteMetadata,
+      description: "Newest first, in cursor pages. Prompt hashes, token usage, cost, latency and outcome; never prompt or completion text.",
+      query: ListAiRunsQuery,
+      responses: { 200: AiRunList, ...problems(400, 401, 403, 429) },
+      metadata: read,
     },
   },
   { strictStatusCodes: true },

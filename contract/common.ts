@@ -52,7 +52,7 @@ export type PlanFeature = (typeof PLAN_FEATURES)[number];
 /**
  * How a route is authenticated, declared next to the route and enforced by one middleware.
  * `key`: an API key holding `scope` (no scope → any key, e.g. whoami). `session`: the dashboard
- * cookie. `key_or_session`: either (webhook endpoints, spec 5.11; connections, for the dashboard); a session
+ * cookie. `key_or_session`: either (webhook endpoints, spec 5.11; connections, messages read, schedules and AI, for the dashboard); a session
  * passes a read scope always and a write scope when its role may grant it (contract/permissions.ts). `mcp`: an API key with `scope`
  * or an OAuth access token. `none`: public.
  */
@@ -69,8 +69,6 @@ export interface RouteMetadata {
   feature?: PlanFeature;
   /** Tag for OpenAPI grouping. */
   tag: string;
-  /** Set while the behaviour belongs to a later issue: the route validates, then answers 501. */
-  notImplemented?: true;
 }
 
 /**
@@ -97,7 +95,6 @@ export const PROBLEM_CODES = [
   "rate_limited",
   "quota_exceeded",
   "internal",
-  "not_implemented",
   "unavailable",
   "transport_unavailable",
 ] as const;

@@ -66,7 +66,7 @@ export const connections = c.router(
       summary: "Create a connection",
       description: "The `callback_token` is in this response only. 402 when the plan has no room for another connection.",
       body: CreateConnectionBody,
-      responses: { 201: ConnectionCreated, ...problems(400, 401, 402, 403, 409, 429, 501) },
+      responses: { 201: ConnectionCreated, ...problems(400, 401, 402, 403, 409, 429) },
       metadata: write,
     },
     list: {
@@ -74,7 +74,7 @@ export const connections = c.router(
       path: "/v1/connections",
       summary: "List connections",
       description: "Every live (not deleted) connection of the workspace.",
-      responses: { 200: ConnectionList, ...problems(401, 403, 429, 501) },
+      responses: { 200: ConnectionList, ...problems(401, 403, 429) },
       metadata: read,
     },
     get: {
@@ -82,7 +82,7 @@ export const connections = c.router(
       path: "/v1/connections/:connection",
       summary: "Retrieve a connection",
       pathParams: ConnectionParams,
-      responses: { 200: Connection, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 429) },
       metadata: read,
     },
     delete: {
@@ -92,7 +92,7 @@ export const connections = c.router(
       description: "Soft delete; removal of the connection's data is queued.",
       pathParams: ConnectionParams,
       body: c.noBody(),
-      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 204: NoBody, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     pair: {
@@ -102,7 +102,7 @@ export const connections = c.router(
       description: "Short-lived, single-use grant; redeem it at the QR route. 409 unless the state is created, pairing or disconnected.",
       pathParams: ConnectionParams,
       body: c.noBody(),
-      responses: { 200: PairingGrant, ...problems(400, 401, 403, 404, 409, 429, 501, 503) },
+      responses: { 200: PairingGrant, ...problems(400, 401, 403, 404, 409, 429, 503) },
       metadata: write,
     },
     qr: {
@@ -111,7 +111,7 @@ export const connections = c.router(
       summary: "Redeem a pairing grant for its QR payload",
       description: "Single use: a redeemed or expired grant no longer exists (404). Treat the payload as a credential.",
       pathParams: GrantParams,
-      responses: { 200: PairingPayload, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: PairingPayload, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     suspend: {
@@ -120,7 +120,7 @@ export const connections = c.router(
       summary: "Suspend a connection",
       pathParams: ConnectionParams,
       body: c.noBody(),
-      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429) },
       metadata: write,
     },
     resume: {
@@ -129,7 +129,7 @@ export const connections = c.router(
       summary: "Resume a suspended connection",
       pathParams: ConnectionParams,
       body: c.noBody(),
-      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429) },
       metadata: write,
     },
   },

@@ -70,6 +70,15 @@ export const SendMessageBody = z
   .strict();
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
+/**
+ * Whether a message carries something: a non-empty body, media or a location. An empty body is
+ * no body. Sends need it, the sandbox's inbound and phone-send bodies too, and the AI trigger
+ * skips an inbound message without it.
+ */
+export function hasContent(m: { body?: string | null; media?: unknown; location?: unknown }): boolean {
+  return (m.body != null && m.body.length > 0) || m.media != null || m.location != null;
+}
+
 // Optional for the server (product.md: a send without it is accepted, not deduplicated); the SDK
 // always sends one. 1-255 printable ASCII characters.
 export const SendMessageHeaders = z.object({
@@ -168,6 +177,9 @@ const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages
 const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages" } satisfies RouteMetadata;
 // The list, one message and the export are also the dashboard's (product.md, "Dashboard"): any member reads them.
 const readBySession = { security: { auth: "key_or_session", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
+// Sending too, so a new user sends from the dashboard: a session whose role may grant messages:write
+// (owner, admin, developer), under every rule a key's send meets (docs/decisions.md).
+const sendBySession = { security: { auth: "key_or_session", scope: "messages:write" }, tag: "Messages" } satisfies RouteMetadata;
 
 export const messages = c.router(
   {
@@ -178,11 +190,12 @@ export const messages = c.router(
       description:
         "Stores and queues a message. 202 means accepted and queued, not delivered: follow `status`. " +
         "With `send_at` the message waits as `scheduled` (needs a plan with scheduling). " +
-        "Replaying an Idempotency-Key with the same body returns the original response.",
+        "Replaying an Idempotency-Key with the same body returns the original response. " +
+        "The dashboard's session may send too when the member's role may grant messages:write.",
       headers: SendMessageHeaders,
       body: SendMessageBody,
-      responses: { 202: Message, ...problems(400, 401, 402, 403, 409, 422, 429, 501) },
-      metadata: write,
+      responses: { 202: Message, ...problems(400, 401, 402, 403, 409, 422, 429) },
+      metadata: sendBySession,
     },
     list: {
       method: "GET",
@@ -190,7 +203,7 @@ export const messages = c.router(
       summary: "List messages",
       description: "Newest first, cursor-paginated; `next_cursor` is null on the last page.",
       query: ListMessagesQuery,
-      responses: { 200: MessagePage, ...problems(400, 401, 403, 429, 501) },
+      responses: { 200: MessagePage, ...problems(400, 401, 403, 429) },
       metadata: readBySession,
     },
     // Declared before `get` so that a router registering in order never reads "export" as an id.
@@ -200,7 +213,7 @@ export const messages = c.router(
       summary: "Export messages as CSV",
       description: "Streams one row per message of the last `days` days. Message bodies are never exported.",
       query: ExportMessagesQuery,
-      responses: { 200: c.otherResponse({ contentType: "text/csv", body: z.string() }), ...problems(400, 401, 403, 429, 501) },
+      responses: { 200: c.otherResponse({ contentType: "text/csv", body: z.string() }), ...problems(400, 401, 403, 429) },
       metadata: readBySession,
     },
     get: {
@@ -209,7 +222,7 @@ export const messages = c.router(
       summary: "Retrieve a message",
       description: "The message with its delivery timeline.",
       pathParams: IdParams,
-      responses: { 200: MessageWithTimeline, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: MessageWithTimeline, ...problems(400, 401, 403, 404, 429) },
       metadata: readBySession,
     },
     cancel: {
@@ -219,7 +232,7 @@ export const messages = c.router(
       description: "Only before hand-off to the provider (scheduled, accepted, queued); 409 afterwards.",
       pathParams: IdParams,
       body: c.noBody(),
-      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429) },
       metadata: write,
     },
     reschedule: {
@@ -229,7 +242,7 @@ export const messages = c.router(
       description: "Only while the message is `scheduled`; 409 otherwise.",
       pathParams: IdParams,
       body: RescheduleBody,
-      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429, 501) },
+      responses: { 200: Message, ...problems(400, 401, 403, 404, 409, 429) },
       metadata: write,
     },
     checkNumber: {
@@ -238,7 +251,7 @@ export const messages = c.router(
       summary: "Check whether a number is on the network",
       description: "`checked: false` means the engine cannot say; send anyway.",
       query: NumberCheckQuery,
-      responses: { 200: NumberCheck, ...problems(400, 401, 403, 404, 429, 501) },
+      responses: { 200: NumberCheck, ...problems(400, 401, 403, 404, 429) },
       metadata: read,
     },
   },

@@ -4,7 +4,7 @@
 // register and token endpoints use the RFC 6749 shape `{error, error_description}`, not Problem.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { NoBody, problems, Timestamp, type RouteMetadata } from "./common.js";
+import { NoBody, problems, Role, Timestamp, type RouteMetadata, type Scope } from "./common.js";
 
 const c = initContract();
 
@@ -99,6 +99,40 @@ export type AuthorizedClient = z.infer<typeof AuthorizedClient>;
 
 export const AuthorizedClientList = z.object({ data: z.array(AuthorizedClient) });
 
+/** The dashboard page `/v1/oauth/authorize` sends the member to, with `?request=<sealed request>`. */
+export const CONSENT_PAGE_PATH = "/oauth/consent";
+
+/** The checked authorization request as `/v1/oauth/authorize` sealed it (signed, valid 10 minutes). */
+const SealedRequest = z.string().min(1).max(16_384).describe("The `request` parameter of the consent page's address, as the authorization endpoint sealed it");
+
+export const ConsentQuery = z.object({ request: SealedRequest }).strict();
+export type ConsentQuery = z.infer<typeof ConsentQuery>;
+
+/** The scopes of the tool endpoint, the only ones an OAuth client can ask for. */
+export const MCP_SCOPES = ["mcp:read", "mcp:write"] as const satisfies readonly Scope[];
+const McpScope = z.enum(MCP_SCOPES);
+
+export const ConsentRequest = z.object({
+  client_id: z.string().describe("The registered client's id, or the URL of its Client ID Metadata Document"),
+  client_name: z.string().nullable(),
+  redirect_uri: z.string().describe("Where the decision is sent"),
+  redirect_host: z.string().describe("The host of redirect_uri, the place the member is sent back to"),
+  requested_scopes: z.array(z.object({ scope: McpScope, description: z.string().describe("What the scope lets the client do, in plain words") })),
+  granted_scopes: z.array(McpScope).describe("What approving grants: the requested scopes the member's role allows (empty when the role may not approve)"),
+  role: Role,
+  may_approve: z.boolean().describe("Only owner, admin and developer may approve; anyone may deny"),
+  expires_at: Timestamp.describe("The request must be decided before this instant"),
+});
+export type ConsentRequest = z.infer<typeof ConsentRequest>;
+
+export const ConsentDecisionBody = z.object({ request: SealedRequest, decision: z.enum(["approve", "deny"]) }).strict();
+export type ConsentDecisionBody = z.infer<typeof ConsentDecisionBody>;
+
+export const ConsentDecision = z.object({
+  redirect_to: z.string().describe("The client's redirect URI with `code` (approved) or `error=access_denied`, and `state` and `iss`: navigate to it"),
+});
+export type ConsentDecision = z.infer<typeof ConsentDecision>;
+
 const meta = { security: { auth: "none" }, tag: "OAuth" } satisfies RouteMetadata;
 const session = { security: { auth: "session" }, tag: "OAuth" } satisfies RouteMetadata;
 
@@ -133,6 +167,29 @@ export const oauth = c.router(
       body: TokenRequestBody,
       responses: { 200: TokenResponse, 400: OAuthError, ...problems(429) },
       metadata: meta,
+    },
+    consentRequest: {
+      method: "GET",
+      path: "/v1/oauth/consent",
+      summary: "Read a pending authorization request (extension)",
+      description:
+        "What the consent page shows: the client, where the decision goes, the scopes asked for in plain words and the ones " +
+        "the member's role caps them to. 400 when the request is altered or older than ten minutes. Session only.",
+      query: ConsentQuery,
+      responses: { 200: ConsentRequest, ...problems(400, 401, 403, 429) },
+      metadata: session,
+    },
+    decideConsent: {
+      method: "POST",
+      path: "/v1/oauth/consent",
+      summary: "Approve or deny a pending authorization request (extension)",
+      description:
+        "Answers the address the page navigates to: the client's redirect URI with a one-time `code` (approve) or " +
+        "`error=access_denied` (deny), plus `state` and `iss`. JSON from the dashboard's own origin only; approving needs " +
+        "an owner, admin or developer (403), and binds the grant to the signed-in member. Session only.",
+      body: ConsentDecisionBody,
+      responses: { 200: ConsentDecision, ...problems(400, 401, 403, 429) },
+      metadata: session,
     },
     listAuthorizations: {
       method: "GET",

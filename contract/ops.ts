@@ -111,7 +111,7 @@ export const ops = c.router(
         "A payload that is not in this format is ignored (202, `accepted: false`), never refused.",
       pathParams: ProviderCallbackParams,
       body: ProviderCallbackBody,
-      responses: { 202: ProviderCallbackAck, ...problems(404, 413, 501) },
+      responses: { 202: ProviderCallbackAck, ...problems(404, 413) },
       metadata: { security: { auth: "none" }, tag: "Operational" } satisfies RouteMetadata,
     },
   },

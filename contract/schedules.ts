@@ -10,6 +10,28 @@ export const SCHEDULE_STATUSES = ["active", "paused", "completed", "canceled"] a
 export const ScheduleStatus = z.enum(SCHEDULE_STATUSES);
 export type ScheduleStatus = z.infer<typeof ScheduleStatus>;
 
+/** What can happen to a schedule: the user's operations, and `complete` (the system's, on a fire or resume). */
+export type ScheduleAction = "pause" | "resume" | "cancel" | "complete";
+
+// Spec 3.3's lifecycle as a table. A missing entry means the action is refused from that state
+// (409 invalid_state for user operations). The server enforces it; the dashboard offers from it.
+const MOVES: Record<ScheduleAction, Partial<Record<ScheduleStatus, ScheduleStatus>>> = {
+  pause: { active: "paused" },
+  resume: { paused: "active" },
+  cancel: { active: "canceled", paused: "canceled" },
+  complete: { active: "completed" },
+};
+
+/** The status after `action`, or null when it is not allowed from `from`. */
+export function nextStatus(action: ScheduleAction, from: ScheduleStatus): ScheduleStatus | null {
+  return MOVES[action][from] ?? null;
+}
+
+/** States `action` accepts (for error messages). */
+export function allowedFrom(action: ScheduleAction): ScheduleStatus[] {
+  return Object.keys(MOVES[action]) as ScheduleStatus[];
+}
+
 const hour = z.number().int().min(0).max(23);
 const minute = z.number().int().min(0).max(59);
 
@@ -54,6 +76,33 @@ export const CreateScheduleBody = z
   .strict();
 export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
 
+/** How many runs a preview lists at most. */
+export const PREVIEW_RUNS = 5;
+
+// The create body's timing fields, and nothing else: what decides when a schedule fires.
+export const PreviewScheduleBody = CreateScheduleBody.pick({
+  timezone: true,
+  recurrence: true,
+  starts_at: true,
+  ends_at: true,
+  max_occurrences: true,
+}).strict();
+export type PreviewScheduleBody = z.infer<typeof PreviewScheduleBody>;
+
+export const PreviewRun = z.object({
+  at: Timestamp,
+  local: z.string().describe("The same instant as the schedule's zone shows it: ISO 8601 local date-time with that moment's UTC offset"),
+});
+export type PreviewRun = z.infer<typeof PreviewRun>;
+
+export const SchedulePreview = z.object({
+  runs: z
+    .array(PreviewRun)
+    .max(PREVIEW_RUNS)
+    .describe(`The next runs, at most ${PREVIEW_RUNS}; fewer when ends_at or max_occurrences ends the schedule sooner`),
+});
+export type SchedulePreview = z.infer<typeof SchedulePreview>;
+
 export const ListSchedulesQuery = z.object({ status: ScheduleStatus.optional() }).strict();
 export type ListSchedulesQuery = z.infer<typeof ListSchedulesQuery>;
 
@@ -81,8 +130,8 @@ export type Schedule = z.infer<typeof Schedule>;
 export const ScheduleList = list(Schedule);
 export type ScheduleList = z.infer<typeof ScheduleList>;
 
-const read = { security: { auth: "key", scope: "schedules:read" }, tag: "Schedules" } satisfies RouteMetadata;
-const write = { security: { auth: "key", scope: "schedules:write" }, tag: "Schedules" } satisfies RouteMetadata;
+const read = { security: { auth: "key_or_session", scope: "schedules:read" }, tag: "Schedules" } satisfies RouteMetadata;
+const write = { security: { auth: "key_or_session", scope: "schedules:write" }, tag: "Schedules" } satisfies RouteMetadata;
 
 const transition = <V extends "pause" | "resume" | "cancel">(verb: V, summary: string, description: string) =>
   ({
@@ -106,6 +155,18 @@ export const schedules = c.router(
       body: CreateScheduleBody,
       responses: { 201: Schedule, ...problems(400, 401, 402, 403, 429) },
       metadata: { ...write, feature: "scheduling" } satisfies RouteMetadata,
+    },
+    preview: {
+      method: "POST",
+      path: "/v1/schedules/preview",
+      summary: "Preview a schedule's next runs (extension)",
+      description:
+        `Beyond the specification: the next ${PREVIEW_RUNS} runs the timing fields of a create body would give, computed by the ` +
+        "scheduler's own rule, each as a UTC instant and as the schedule's zone shows it. Creates and changes nothing. " +
+        "An unknown timezone or a recurrence that would never fire: 400, as on create.",
+      body: PreviewScheduleBody,
+      responses: { 200: SchedulePreview, ...problems(400, 401, 403, 429) },
+      metadata: read,
     },
     list: {
       method: "GET",

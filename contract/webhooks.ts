@@ -40,6 +40,24 @@ export type ScheduleFiredData = z.infer<typeof ScheduleFiredData>;
 export const ScheduleCompletedData = z.object({ schedule: Schedule });
 export type ScheduleCompletedData = z.infer<typeof ScheduleCompletedData>;
 
+/** `data` of `ai.draft.created`: the draft lives only here, never in the runs' record. */
+export const AiDraftCreatedData = z.object({
+  run_id: z.string().describe("The AI run (`airun_…`)"),
+  message_id: z.string().describe("The inbound message the draft answers"),
+  contact: z.string().describe("The contact's number"),
+  text: z.string().describe("The draft reply"),
+});
+export type AiDraftCreatedData = z.infer<typeof AiDraftCreatedData>;
+
+/** `data` of `ai.reply.sent`: the reply is an ordinary message, sent with `metadata.ai_run_id`. */
+export const AiReplySentData = z.object({
+  run_id: z.string().describe("The AI run (`airun_…`)"),
+  message_id: z.string().describe("The inbound message the reply answers"),
+  reply_message_id: z.string().describe("The reply (`msg_…`), queued through the ordinary send path"),
+  contact: z.string().describe("The contact's number"),
+});
+export type AiReplySentData = z.infer<typeof AiReplySentData>;
+
 export const CreateWebhookEndpointBody = z
   .object({
     url: z.string().url().max(2048).describe("Publicly reachable https URL; private addresses are refused (400)"),

@@ -1,9 +1,7 @@
 // The Express app: middleware order, the contract's routes, the operational routes.
 import express, { type Express, type Request, type Response, type NextFunction } from "express";
 import { createExpressEndpoints, initServer, RequestValidationError } from "@ts-rest/express";
-import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
 import { contract } from "../contract/index.js";
-import type { RouteMetadata } from "../contract/common.js";
 import { aiRouter } from "./ai/handlers.js";
 import { authRouter } from "./auth/handlers.js";
 import { connectionsRouter } from "./connections/handlers.js";
@@ -20,8 +18,7 @@ import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
 import { RequestSigner } from "./oauth/authorize-request.js";
 import { oauthRouter } from "./oauth/handlers.js";
-import { issuerOf, oauthMetadataRouter } from "./oauth/metadata.js";
-import { oauthPages } from "./oauth/pages.js";
+import { oauthMetadataRouter } from "./oauth/metadata.js";
 import { opsRouter, type Readiness } from "./ops/routes.js";
 import { ignoreUnreadableCallback, PROVIDER_CALLBACK_PATH, providerCallbackHandler, providerTokenCheck } from "./provider/handlers.js";
 import { schedulesRouter } from "./schedules/handlers.js";
@@ -54,9 +51,8 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   app.use(mcpEdge(ctx));
   const oauthRequests = new RequestSigner(ctx.config.secretKey);
   app.use(oauthMetadataRouter(ctx.config));
-  app.use(oauthPages(ctx, oauthRequests, issuerOf(ctx.config)));
   // The dashboard's live event monitor: a stream, so beside the contract (docs/decisions.md).
-  app.get(EVENT_STREAM_PATH, eventStream(ctx.db));
+  app.get(EVENT_STREAM_PATH, eventStream(ctx.db, ctx.eventFeed));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
@@ -72,7 +68,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     connections: connectionsRouter(ctx),
     schedules: schedulesRouter(ctx),
     webhooks: webhooksRouter(ctx),
-    ai: { ...aiRouter(ctx), ...notImplemented({ listRuns: contract.ai.listRuns }) },
+    ai: aiRouter(ctx),
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),
     auth: authRouter(ctx),
@@ -119,27 +115,4 @@ function validationProblem(err: RequestValidationError, _req: Request, _res: Res
     ...(err.body ? zodFieldErrors(err.body, "body") : []),
   ];
   next(ApiError.validation(errors));
-}
-
-const notImplementedHandler = async (): Promise<never> => {
-  throw new ApiError("not_implemented", "This operation is specified and validated but not built yet.");
-};
-
-/** A handler for every route of `T` that answers 501: it never returns, so it fits every route. */
-type NotImplemented<T extends AppRouter> = { [K in keyof T]: T[K] extends AppRoute ? typeof notImplementedHandler : T[K] extends AppRouter ? NotImplemented<T[K]> : never };
-
-/**
- * Routes whose behaviour belongs to later work: authenticated and validated, then 501. Typed per
- * route group, so ts-rest still checks that the contract's every route has a handler; a route
- * without `metadata.notImplemented` given here fails at start rather than answering 501 by mistake.
- */
-function notImplemented<T extends AppRouter>(router: T): NotImplemented<T> {
-  return Object.fromEntries(
-    Object.entries(router).map(([key, route]) => {
-      if (!isAppRoute(route)) return [key, notImplemented(route)];
-      const meta = route.metadata as RouteMetadata | undefined;
-      if (!meta?.notImplemented) throw new Error(`route ${key} has no implementation`);
-      return [key, notImplementedHandler];
-    }),
-  ) as NotImplemented<T>;
 }

@@ -15,13 +15,16 @@ import { MessageDispatcher } from "./messages/dispatcher.js";
 import { MessageLifecycle } from "./messages/lifecycle.js";
 import { MessageSender } from "./messages/send.js";
 import { ConnectionService } from "./connections/service.js";
+import type { EventFeed } from "./events/stream.js";
 import { ProviderCallbackService } from "./provider/service.js";
 import { ScheduleFiring } from "./schedules/firing.js";
 import { ScheduleService } from "./schedules/service.js";
 import { WebhookDeliverer } from "./webhooks/delivery.js";
 import { WebhookFanout } from "./webhooks/fanout.js";
 import { WebhookEndpointService } from "./webhooks/service.js";
-import { WEBHOOK_RETRY_JOB, type WebhookRetryPayload } from "../jobs/names.js";
+import { AI_RUN_JOB, WEBHOOK_RETRY_JOB, type AiRunPayload, type WebhookRetryPayload } from "../jobs/names.js";
+import { AiRunner } from "./ai/runs.js";
+import { afterAccepted } from "./messages/accepted.js";
 
 export interface AppContext {
   config: Config;
@@ -34,6 +37,8 @@ export interface AppContext {
   engines: EngineRegistry;
   /** Resolved API keys of this process (server/auth/key-cache.ts). */
   keyCache: ApiKeyCache;
+  /** Reads new events once per tick for every open dashboard event stream (server/events/stream.ts). */
+  eventFeed: EventFeed;
   /** Hands accepted messages to their engine (started only when config.dispatch.enabled). */
   dispatcher: MessageDispatcher;
   services: Services;
@@ -56,6 +61,8 @@ export interface Services {
   webhookDeliverer: WebhookDeliverer;
   /** Turns events into webhook deliveries (a loop, started with the gateway). */
   webhookFanout: WebhookFanout;
+  /** AI runs: claimed and worked on by `ai.run` jobs (jobs/ai-run.ts), listed by GET /v1/ai/runs. */
+  aiRuns: AiRunner;
 }
 
 export function createDispatcher(deps: Omit<AppContext, "services" | "dispatcher">): MessageDispatcher {
@@ -74,7 +81,10 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
       await deps.jobs.agenda.schedule(at, WEBHOOK_RETRY_JOB, { delivery_id: deliveryId } satisfies WebhookRetryPayload);
     },
   });
-  return {
+  const scheduleAiRun = async (connectionId: string, contact: string, at: Date) => {
+    await deps.jobs.agenda.schedule(at, AI_RUN_JOB, { connection_id: connectionId, contact } satisfies AiRunPayload);
+  };
+  const services: Services = {
     sender,
     messageLifecycle: new MessageLifecycle(deps.db, deps.jobs, deps.logger, () => deps.dispatcher.wake()),
     signIn: new SignInService(deps.db, deps.mailer, deps.logger, deps.config.secretKey),
@@ -82,7 +92,12 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
     workspaces: new WorkspaceService(deps.db, deps.keyCache),
     connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
-    providerCallbacks: new ProviderCallbackService(deps.db),
+    // The debounce rows are committed with the inbound messages; a job lost here is found by the sweep.
+    providerCallbacks: new ProviderCallbackService(deps.db, async (due) => {
+      for (const d of due) {
+        await scheduleAiRun(d.connectionId, d.contact, d.dueAt).catch((err: unknown) => deps.logger.warn({ err }, "AI run job not created; the sweep will create it"));
+      }
+    }),
     schedules: new ScheduleService(deps.db, sender),
     scheduleFiring: new ScheduleFiring(deps.db, deps.logger),
     webhooks: new WebhookEndpointService(deps.db, {
@@ -92,5 +107,12 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     }),
     webhookDeliverer,
     webhookFanout: new WebhookFanout(deps.db, deps.logger, () => webhookDeliverer.wake()),
+    aiRuns: new AiRunner(deps.db, sender, deps.logger, {
+      secretKey: deps.config.secretKey,
+      allowPrivate: deps.config.webhooks.allowPrivate,
+      afterSend: (accepted) => afterAccepted({ services, dispatcher: deps.dispatcher }, accepted, deps.logger),
+      schedule: scheduleAiRun,
+    }),
   };
+  return services;
 }

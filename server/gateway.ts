@@ -10,6 +10,7 @@ import { createDispatcher, createServices, type AppContext } from "./context.js"
 import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
 import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
+import { EventFeed } from "./events/stream.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ensureWebBuild } from "./web/build.js";
 import { createMailer } from "./mail/mailer.js";
@@ -89,7 +90,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
     await keyCache.start();
     opened.push({ close: () => keyCache.stop() });
-    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache };
+    const eventFeed = new EventFeed(database.dataSource);
+    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, eventFeed };
     const base = { ...deps, dispatcher: createDispatcher(deps) };
     const started: AppContext = { ...base, services: createServices(base) };
     ctx = started;
@@ -163,8 +165,8 @@ async function bootstrap(ctx: AppContext): Promise<void> {
   const workspace = await ctx.services.workspaces.create("Default workspace", ctx.config.adminEmail);
   ctx.logger.info(
     { workspace_id: workspace.id, owner: ctx.config.adminEmail },
-    `created the first workspace, owned by ${ctx.config.adminEmail}. Sign in: ` +
-      `curl -X POST ${ctx.config.baseUrl}/v1/auth/request-code -H 'content-type: application/json' -d '{"email":"${ctx.config.adminEmail}"}' ` +
-      `then read the code ${ctx.config.smtpUrl ? "from that mailbox" : "from this log (development outbox)"} and POST it with the email to /v1/auth/verify.`,
+    `created the first workspace, owned by ${ctx.config.adminEmail}. Sign in at ${ctx.config.webUrl}/ as ${ctx.config.adminEmail}, ` +
+      `with the code mailed ${ctx.config.smtpUrl ? "to that address" : "to this log (a line starting \"development outbox:\")"}; ` +
+      `or by API: POST ${ctx.config.baseUrl}/v1/auth/request-code {"email":"${ctx.config.adminEmail}"}, then /v1/auth/verify with the code.`,
   );
 }

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-export type IdPrefix = "wsp" | "usr" | "mem" | "inv" | "ses" | "key" | "msg" | "con" | "sch" | "whe" | "evt" | "del" | "grt" | "aud" | "run" | "occ" | "ocl" | "oag";
+export type IdPrefix = "wsp" | "usr" | "mem" | "inv" | "ses" | "key" | "msg" | "con" | "sch" | "whe" | "evt" | "del" | "grt" | "aud" | "run" | "occ" | "ocl" | "oag" | "airun";
 
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   let time = "";

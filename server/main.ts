@@ -18,20 +18,15 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   logger.info({ port: config.port, host: config.host }, "starting: /healthz answers now, /readyz once the database and the job backend are up");
-  let gateway;
-  try {
-    gateway = await startGateway(config, { logger });
-  } catch (err) {
-    // A dependency that never came up within DATABASE_WAIT_S: one line, not a stack.
-    if (err instanceof DependencyUnavailableError) {
-      console.error(`svc-gateway: cannot start: ${err.message}`);
-      process.exit(1);
-    }
-    throw err;
-  }
-  logger.info({ url: gateway.url, base_url: config.baseUrl }, `svc-gateway listening on ${gateway.url}`);
-
+  // Handlers first: /readyz can answer 200 before startGateway returns, and a signal in that
+  // window (or while waiting for the database) must end the process with 0, as a stop does, not
+  // kill it. Nothing is lost by not waiting: every acceptance is committed, every job durable.
+  let gateway: Awaited<ReturnType<typeof startGateway>> | undefined;
   const shutdown = (signal: string) => {
+    if (!gateway) {
+      logger.info({ signal }, "stopped while starting");
+      process.exit(0);
+    }
     logger.info({ signal }, "shutting down: finishing requests and jobs in flight");
     gateway.stop().then(
       () => process.exit(0),
@@ -43,6 +38,19 @@ async function main(): Promise<void> {
   };
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
+  try {
+    gateway = await startGateway(config, { logger });
+  } catch (err) {
+    // A dependency that never came up within DATABASE_WAIT_S: one line, not a stack.
+    if (err instanceof DependencyUnavailableError) {
+      console.error(`svc-gateway: cannot start: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  logger.info({ url: gateway.url, base_url: config.baseUrl }, `svc-gateway listening on ${gateway.url}`);
+  // The one address a new user opens (README, "The dashboard"): WEB_URL, which is BASE_URL by default.
+  logger.info({ dashboard: `${config.webUrl}/` }, `dashboard: open ${config.webUrl}/ in a browser and sign in with your e-mail address`);
 }
 
 main().catch((err: unknown) => {

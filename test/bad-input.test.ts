@@ -191,4 +191,27 @@ describe("bad input at the HTTP edge", () => {
     expect((await http("GET", "/v1/connections", { headers: c.auth })).status).to.equal(200);
     expect((await http("GET", "/v1/whoami", { headers: c.auth })).status).to.equal(200);
   });
+  it("tells a JSON scalar body (null, a number, a string) from malformed JSON: it must be an object", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    for (const text of ["null", "42", '"text"', "true"]) {
+      const res = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth }, body: Buffer.from(text) });
+      expect(res.status, text).to.equal(400);
+      expect(res.type).to.match(/^application\/problem\+json/);
+      expect(res.json.detail, text).to.equal("The request body must be a JSON object.");
+    }
+    const malformed = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth }, body: Buffer.from("nul") });
+    expect(malformed.json.detail).to.equal("The request body is not valid JSON.");
+  });
+
+  it("answers a path whose percent-escapes do not decode with 400 saying so, not blaming the body", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    for (const path of [`/v1/connections/${c.slug}/qr/%FF`, "/v1/ai/policies/%ZZ"]) {
+      const res = await http("GET", path, { headers: c.auth });
+      expect(res.status, path).to.equal(400);
+      expect(res.json.code).to.equal("validation_failed");
+      expect(res.json.detail).to.equal("The request path could not be decoded (a malformed percent-escape).");
+    }
+  });
 });

@@ -1,19 +1,27 @@
 // The live event monitor's feed (GET /v1/events/stream): the session's workspace's events as they
 // are recorded, over real HTTP from the outbox in PostgreSQL; never another workspace's, never
-// to a key or to no one.
+// to a key or to no one. One poller per process serves every open stream (EventFeed).
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { expect } from "chai";
+import express from "express";
+import { createDataSource } from "../server/db/data-source.js";
 import { recordEvent } from "../server/events/record.js";
+import { EventFeed, eventStream } from "../server/events/stream.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace } from "./support/actors.js";
+import { TcpProxy } from "./support/tcp-proxy.js";
+import { sleep, waitFor } from "./support/wait.js";
 
 const PATH = "/v1/events/stream";
 
 /** Opens the stream with `cookie` and collects the `data:` payloads of its events. */
-async function openStream(cookie: string) {
+async function openStream(cookie: string, baseUrl = testEnv().baseUrl) {
   const controller = new AbortController();
-  const res = await fetch(testEnv().baseUrl + PATH, { headers: { cookie, accept: "text/event-stream" }, signal: controller.signal });
+  const res = await fetch(baseUrl + PATH, { headers: { cookie, accept: "text/event-stream" }, signal: controller.signal });
   const events: { id: string; type: string; data: Record<string, unknown> }[] = [];
   let buffer = "";
+  let ended = false;
   const reading = (async () => {
     const decoder = new TextDecoder();
     try {
@@ -30,10 +38,16 @@ async function openStream(cookie: string) {
     } catch {
       // aborted by close()
     }
+    ended = true;
   })();
   return {
     res,
     events,
+    /** Whether the server ended the stream (or close() did). */
+    get ended() {
+      return ended;
+    },
+    ids: () => events.map((e) => e.id),
     async waitFor(id: string, timeoutMs = 5_000) {
       const until = Date.now() + timeoutMs;
       while (!events.some((e) => e.id === id)) {
@@ -89,5 +103,153 @@ describe("event stream", () => {
       await streamA.close();
       await streamB.close();
     }
+  });
+
+  it("gives many streams in two workspaces exactly their own events, once and in order, from one poller", async () => {
+    const feed = testEnv().gateway.ctx.eventFeed;
+    const open = feed.streams; // other files' pages may hold streams on the shared gateway
+    const a = await newWorkspace();
+    const b = await newWorkspace();
+    const streamsA = await Promise.all(Array.from({ length: 6 }, () => openStream(a.owner.cookie)));
+    const streamsB = await Promise.all(Array.from({ length: 6 }, () => openStream(b.owner.cookie)));
+    try {
+      await waitFor(async () => feed.streams, (n) => n === open + 12);
+      expect(feed.running).to.equal(true);
+      const forA: string[] = [];
+      const forB: string[] = [];
+      // Interleaved, each committed before the next is taken: ids, and commits, in order.
+      for (let i = 0; i < 15; i++) {
+        forA.push(await record(a.id, `a${i}`));
+        forB.push(await record(b.id, `b${i}`));
+      }
+      await Promise.all([...streamsA.map((s) => s.waitFor(forA.at(-1)!)), ...streamsB.map((s) => s.waitFor(forB.at(-1)!))]);
+      // A later event in each: whatever a stream would send twice or late is sent by then.
+      const lastA = await record(a.id, "last");
+      const lastB = await record(b.id, "last");
+      await Promise.all([...streamsA.map((s) => s.waitFor(lastA)), ...streamsB.map((s) => s.waitFor(lastB))]);
+      for (const s of streamsA) expect(s.ids()).to.deep.equal([...forA, lastA]);
+      for (const s of streamsB) expect(s.ids()).to.deep.equal([...forB, lastB]);
+      expect(streamsA[0]!.events[3]!.data).to.deep.equal({ note: "a3" });
+    } finally {
+      await Promise.all([...streamsA, ...streamsB].map((s) => s.close()));
+    }
+  });
+
+  describe("on a route of its own, on a database connection this file can cut", () => {
+    let proxy: TcpProxy;
+    let db: ReturnType<typeof createDataSource>;
+    let feed: EventFeed;
+    let server: Server;
+    let baseUrl: string;
+
+    before(async () => {
+      // A gateway's stream route of its own, on the run's database through a proxy this test cuts.
+      proxy = await TcpProxy.inFrontOf(testEnv().databaseUrl);
+      db = createDataSource({ url: proxy.urlFor(testEnv().databaseUrl), embedded: !process.env.DATABASE_URL });
+      await db.initialize();
+      feed = new EventFeed(db, 100);
+      const app = express();
+      app.get(PATH, eventStream(db, feed, { sessionCheckMs: 200 }));
+      server = app.listen(0, "127.0.0.1");
+      await new Promise((resolve) => server.once("listening", resolve));
+      baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+
+    after(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await proxy.restore();
+      await db.destroy();
+    });
+
+    it("drops a closed stream's subscription, and stops polling when the last stream closes", async () => {
+      expect(feed.running).to.equal(false);
+      const ws = await newWorkspace();
+      const first = await openStream(ws.owner.cookie, baseUrl);
+      const second = await openStream(ws.owner.cookie, baseUrl);
+      try {
+        await waitFor(async () => feed.streams, (n) => n === 2);
+        expect(feed.running).to.equal(true);
+        await first.close();
+        await waitFor(async () => feed.streams, (n) => n === 1);
+        expect(feed.running).to.equal(true);
+        const after = await record(ws.id, "after the first closed");
+        await second.waitFor(after);
+        expect(first.ids()).to.deep.equal([]);
+        await second.close();
+        await waitFor(async () => feed.streams, (n) => n === 0);
+        expect(feed.running).to.equal(false);
+        // A stream opened afterwards starts a poller again, from its own opening.
+        const third = await openStream(ws.owner.cookie, baseUrl);
+        try {
+          const later = await record(ws.id, "later");
+          await third.waitFor(later);
+          expect(third.ids()).to.deep.equal([later]);
+        } finally {
+          await third.close();
+        }
+        await waitFor(async () => feed.running, (running) => !running);
+      } finally {
+        await first.close();
+        await second.close();
+      }
+    });
+
+    it("sends a burst larger than one read (200 rows) whole, once, in id order", async () => {
+      const ws = await newWorkspace();
+      const stream = await openStream(ws.owner.cookie, baseUrl);
+      try {
+        await waitFor(async () => feed.streams, (n) => n === 1);
+        // One transaction: 450 events commit at once, so a poll finds them all new together.
+        const burst = await testEnv().gateway.ctx.db.transaction(async (em) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 450; i++) ids.push(await recordEvent(em, { workspaceId: ws.id, type: "connection.connected", connection: null, data: { i } }));
+          return ids;
+        });
+        const last = await record(ws.id, "after the burst");
+        await stream.waitFor(last, 15_000);
+        expect(stream.ids()).to.deep.equal([...[...burst].sort(), last]);
+      } finally {
+        await stream.close();
+      }
+    });
+
+    it("loses nothing recorded while the polls failed, and sends it once when the database is back", async () => {
+      const ws = await newWorkspace();
+      const stream = await openStream(ws.owner.cookie, baseUrl);
+      try {
+        const before = await record(ws.id, "before the cut");
+        await stream.waitFor(before);
+        await proxy.cut();
+        const during: string[] = [];
+        for (let i = 0; i < 5; i++) during.push(await record(ws.id, `during ${i}`));
+        // Several ticks with the database away: nothing can have been read.
+        await sleep(800);
+        expect(stream.ids()).to.deep.equal([before]);
+        await proxy.restore();
+        await stream.waitFor(during.at(-1)!, 15_000);
+        const afterwards = await record(ws.id, "afterwards");
+        await stream.waitFor(afterwards);
+        expect(stream.ids()).to.deep.equal([before, ...during, afterwards]);
+      } finally {
+        await stream.close();
+      }
+      await waitFor(async () => feed.running, (running) => !running);
+    });
+
+    it("ends the stream, and its subscription, when the session ends", async () => {
+      const ws = await newWorkspace();
+      const stream = await openStream(ws.owner.cookie, baseUrl);
+      try {
+        await waitFor(async () => feed.streams, (n) => n === 1);
+        const logout = await http("POST", "/v1/auth/logout", { headers: { cookie: ws.owner.cookie } });
+        expect(logout.status).to.be.below(300);
+        await waitFor(async () => stream.ended, (ended) => ended);
+        expect(feed.streams).to.equal(0);
+        expect(feed.running).to.equal(false);
+      } finally {
+        await stream.close();
+      }
+    });
   });
 });

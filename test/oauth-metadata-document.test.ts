@@ -37,7 +37,7 @@ describe("OAuth: Client ID Metadata Documents", () => {
     const clientId = serve("/good.json", { client_name: "Document assistant", redirect_uris: [REDIRECT_URI] });
     const p = pkce();
     const page = await openConsent(authorizationUrl(clientId, p), ws.owner.cookie);
-    expect(page.html).to.contain("Document assistant");
+    expect(page.json).to.include({ client_id: clientId, client_name: "Document assistant" });
     const query = await consent(authorizationUrl(clientId, p), ws.owner.cookie);
     const t = await tokenRequest({ grant_type: "authorization_code", code: query.get("code")!, code_verifier: p.verifier, redirect_uri: REDIRECT_URI, client_id: clientId, resource: toolResource() });
     expect(t.status).to.equal(200);

@@ -1,10 +1,13 @@
-// The authorization server's refusals (issue 13, the negative table), its pages' protections, its
+// The authorization server's refusals (issue 13, the negative table), its consent API's protections, its
 // limits at their edges, discovery documents and the member's list and revoke, over real HTTP.
 import { expect } from "chai";
+import { CONSENT_PAGE_PATH } from "../contract/oauth.js";
+import { REQUEST_TTL_MS, RequestSigner } from "../server/oauth/authorize-request.js";
 import { pruneOAuth } from "../server/oauth/clients.js";
 import { REGISTRATIONS_PER_HOUR } from "../server/oauth/handlers.js";
 import { testEnv } from "./setup.js";
-import { clientAddress, http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { expectOk } from "../sdk/src/index.js";
+import { clientAddress, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";
 import {
   authorizationUrl,
   consent,
@@ -12,6 +15,7 @@ import {
   obtainTokens,
   openConsent,
   pkce,
+  readConsent,
   REDIRECT_URI,
   registerClient,
   tokenRequest,
@@ -119,61 +123,119 @@ describe("OAuth for the tool endpoint: refusals", () => {
       }
     });
 
-    it("sends a member who is not signed in through the sign-in page and back to consent", async () => {
+    it("sends the member to the dashboard's consent page, which cannot be framed; its API wants a session", async () => {
       const member = await ws.addMember("developer");
-      const clientId = await newClientId();
-      const authorize = await fetch(authorizationUrl(clientId, pkce()), { redirect: "manual" });
-      const consentUrl = new URL(authorize.headers.get("location")!);
-      const anonymous = await fetch(consentUrl, { redirect: "manual" });
-      expect(anonymous.status).to.equal(303);
-      const signInUrl = new URL(anonymous.headers.get("location")!, consentUrl);
-      expect(signInUrl.pathname).to.equal("/oauth/sign-in");
-      const form = await fetch(signInUrl);
-      expect(form.status).to.equal(200);
-      expect(form.headers.get("x-frame-options")).to.equal("DENY");
-      const next = signInUrl.searchParams.get("next")!;
-      const ip = clientAddress();
-      const { mailbox } = testEnv();
-      const since = mailbox.mails.length;
-      const post = (path: string, fields: Record<string, string>) =>
-        fetch(`${webUrl()}${path}`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": ip }, body: new URLSearchParams(fields).toString() });
-      expect((await post("/oauth/sign-in", { next, email: member.email })).status).to.equal(200);
-      const [, code] = await mailbox.waitFor(member.email, /sign-in code is (\d{6})/, since);
-      const wrong = await post("/oauth/sign-in/verify", { next, email: member.email, code: code === "000000" ? "111111" : "000000" });
-      expect(wrong.status).to.equal(401);
-      const verified = await post("/oauth/sign-in/verify", { next, email: member.email, code: code! });
-      expect(verified.status).to.equal(303);
-      expect(verified.headers.get("location")).to.equal(next);
-      const cookie = verified.headers.getSetCookie().find((c) => c.startsWith("svc_session="))!.split(";")[0]!;
-      const page = await fetch(new URL(next, webUrl()), { headers: { cookie } });
+      const authorize = await fetch(authorizationUrl(await newClientId(), pkce()), { redirect: "manual" });
+      expect(authorize.status).to.equal(302);
+      const pageUrl = new URL(authorize.headers.get("location")!);
+      expect(pageUrl.origin + pageUrl.pathname).to.equal(`${webUrl()}${CONSENT_PAGE_PATH}`);
+      const page = await fetch(pageUrl, { headers: { accept: "text/html" } });
       expect(page.status).to.equal(200);
-      expect(await page.text()).to.contain("Test assistant").and.contain("127.0.0.1:53682").and.contain("mcp:write");
-    });
-
-    it("shows a consent page that cannot be framed and refuses a forged or cross-site decision", async () => {
-      const page = await openConsent(authorizationUrl(await newClientId(), pkce()), ws.owner.cookie);
-      expect(page.status).to.equal(200);
+      expect(page.headers.get("content-type")).to.match(/^text\/html/);
       expect(page.headers.get("x-frame-options")).to.equal("DENY");
       expect(page.headers.get("content-security-policy")).to.contain("frame-ancestors 'none'");
-      expect((await decide({ ...page, csrf: "forged" }, ws.owner.cookie, "approve")).status).to.equal(403);
-      const other = await newWorkspace();
-      expect((await decide(page, other.owner.cookie, "approve")).status).to.equal(403);
-      expect((await decide(page, ws.owner.cookie, "approve", { origin: "https://evil.example", "sec-fetch-site": "cross-site" })).status).to.equal(403);
-      const tampered = { ...page, request: page.request.replace(/^./, (c) => (c === "e" ? "f" : "e")) };
-      expect((await decide(tampered, ws.owner.cookie, "approve")).status).to.equal(400);
-      const denied = await decide(page, ws.owner.cookie, "deny");
-      expect(denied.status).to.equal(303);
-      expect(new URL(denied.headers.get("location")!).searchParams.get("error")).to.equal("access_denied");
+      expect(page.headers.get("cache-control")).to.equal("no-store");
+      expect(page.headers.get("referrer-policy")).to.equal("no-referrer");
+      const request = pageUrl.searchParams.get("request")!;
+      expect((await readConsent(request, "")).status).to.equal(401);
+      const shown = await readConsent(request, member.cookie);
+      expect(shown.status).to.equal(200);
+      expect(shown.json).to.deep.include({ client_name: "Test assistant", redirect_uri: REDIRECT_URI, redirect_host: "127.0.0.1:53682", role: "developer", may_approve: true });
+      expect(shown.json.granted_scopes).to.deep.equal(["mcp:read", "mcp:write"]);
+      const scopes = shown.json.requested_scopes as { scope: string; description: string }[];
+      expect(scopes.map((x) => x.scope)).to.deep.equal(["mcp:read", "mcp:write"]);
+      expect(scopes[1]!.description).to.contain("Send messages");
+      // Nothing else of the request (its PKCE challenge, its state) is shown.
+      expect(Object.keys(shown.json).sort()).to.deep.equal(
+        ["client_id", "client_name", "expires_at", "granted_scopes", "may_approve", "redirect_host", "redirect_uri", "requested_scopes", "role"],
+      );
     });
 
-    it("lets a viewer see but not approve the request", async () => {
+    it("refuses a cross-site, form-encoded, altered or expired decision", async () => {
+      const page = await openConsent(authorizationUrl(await newClientId(), pkce()), ws.owner.cookie);
+      expect(page.status).to.equal(200);
+      const crossOrigin = await decide(page, ws.owner.cookie, "approve", { origin: "https://evil.example", "sec-fetch-site": "cross-site" });
+      expect(crossOrigin.status).to.equal(403);
+      expect(crossOrigin.json.code).to.equal("cross_site_request");
+      expect((await decide(page, ws.owner.cookie, "approve", { "sec-fetch-site": "cross-site" })).status).to.equal(403);
+      const form = await fetch(`${webUrl()}/v1/oauth/consent`, {
+        method: "POST",
+        headers: { cookie: ws.owner.cookie, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ request: page.request, decision: "approve" }).toString(),
+      });
+      expect(form.status).to.equal(400);
+      expect(((await form.json()) as { errors: { path: string }[] }).errors[0]!.path).to.equal("headers.content-type");
+      const tampered = { request: page.request.replace(/^./, (c) => (c === "e" ? "f" : "e")) };
+      for (const res of [await decide(tampered, ws.owner.cookie, "approve"), await readConsent(tampered.request, ws.owner.cookie)]) {
+        expect(res.status).to.equal(400);
+        expect(JSON.stringify(res.json)).to.contain("altered");
+      }
+      const denied = await decide(page, ws.owner.cookie, "deny");
+      expect(denied.status).to.equal(200);
+      const redirect = new URL(denied.json.redirect_to as string);
+      expect(redirect.origin + redirect.pathname).to.equal(REDIRECT_URI);
+      expect(Object.fromEntries(redirect.searchParams)).to.include({ error: "access_denied", state: "st-123", iss: webUrl() });
+      expect(redirect.searchParams.has("code")).to.equal(false);
+    });
+
+    it(`keeps a request for ${REQUEST_TTL_MS / 60_000} minutes and refuses it after`, async () => {
+      const page = await openConsent(authorizationUrl(await newClientId(), pkce()), ws.owner.cookie);
+      const signer = new RequestSigner(testEnv().gateway.ctx.config.secretKey);
+      const opened = signer.open(page.request);
+      if (typeof opened === "string") throw new Error(`the page's request did not open: ${opened}`);
+      const { expiresAt, ...request } = opened;
+      expect(expiresAt).to.be.greaterThan(Date.now());
+      const now = Date.now();
+      // Sealed at `now - TTL + 2 s`, it still has two seconds; sealed at `now - TTL`, it has none.
+      const lastValid = { request: signer.seal(request, now - REQUEST_TTL_MS + 2000) };
+      const expired = { request: signer.seal(request, now - REQUEST_TTL_MS) };
+      expect((await readConsent(expired.request, ws.owner.cookie)).status).to.equal(400);
+      const refused = await decide(expired, ws.owner.cookie, "approve");
+      expect(refused.status).to.equal(400);
+      expect(JSON.stringify(refused.json)).to.contain("expired");
+      expect((await readConsent(lastValid.request, ws.owner.cookie)).status).to.equal(200);
+      const approved = await decide(lastValid, ws.owner.cookie, "approve");
+      expect(approved.status).to.equal(200);
+      expect(new URL(approved.json.redirect_to as string).searchParams.get("code")).to.be.a("string");
+    });
+
+    it("lets a viewer see and deny the request but not approve it", async () => {
       const viewer = await ws.addMember("viewer");
       const page = await openConsent(authorizationUrl(await newClientId(), pkce()), viewer.cookie);
-      expect(page.status).to.equal(403);
-      expect(page.html).to.not.contain('value="approve"');
+      expect(page.status).to.equal(200);
+      expect(page.json).to.deep.include({ role: "viewer", may_approve: false, granted_scopes: [] });
       const res = await decide(page, viewer.cookie, "approve");
       expect(res.status).to.equal(403);
-      expect(res.headers.get("location")).to.equal(null);
+      expect(res.json.code).to.equal("forbidden");
+      expect(res.json).to.not.have.property("redirect_to");
+      const denied = await decide(page, viewer.cookie, "deny");
+      expect(denied.status).to.equal(200);
+      expect(new URL(denied.json.redirect_to as string).searchParams.get("error")).to.equal("access_denied");
+    });
+
+    it("answers 403 to a signed-in person who is not a member of a workspace yet", async () => {
+      const invitee = uniqueEmail("consent-invitee");
+      await expectOk(ws.owner.client.team.invite({ body: { email: invitee, role: "developer" } }));
+      const cookie = await signIn(invitee);
+      const page = await openConsent(authorizationUrl(await newClientId(), pkce()), cookie);
+      expect(page.status).to.equal(403);
+      expect(page.json.code).to.equal("forbidden");
+      expect((await decide(page, cookie, "approve")).status).to.equal(403);
+    });
+
+    it("binds the approval to the member who approved and caps it by their role", async () => {
+      const dev = await ws.addMember("developer");
+      const p = pkce();
+      const clientId = await newClientId();
+      const query = await consent(authorizationUrl(clientId, p, { scope: "mcp:read" }), dev.cookie);
+      const rows = (await db().query(`SELECT g.workspace_id, g.scopes, u.email FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.client_id = $1`, [clientId])) as {
+        workspace_id: string;
+        scopes: string[];
+        email: string;
+      }[];
+      expect(rows).to.deep.equal([{ workspace_id: ws.id, scopes: ["mcp:read"], email: dev.email }]);
+      const t = await tokenRequest({ grant_type: "authorization_code", code: query.get("code")!, code_verifier: p.verifier, redirect_uri: REDIRECT_URI, client_id: clientId });
+      expect(t.json.scope).to.equal("mcp:read");
     });
   });
 

@@ -211,6 +211,40 @@ describe("database outage", function () {
     expect(child.process.exitCode).to.equal(null);
   });
 
+  it("answers a send whose statement committed but whose answer was lost 202 once, with or without Idempotency-Key", async function () {
+    // The trap recognises the send by its prepared statement's name; the embedded database runs no
+    // prepared statements (server/db/prepared.ts). test/send-batch.test.ts cuts a shared statement for certain.
+    if (testEnv().gateway.database.embedded) this.skip();
+    const post = (text: string, idempotencyKey: string | undefined) =>
+      call(
+        `${child.url}/v1/messages/text`,
+        authorized({ method: "POST", headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {}, body: JSON.stringify({ connection: slug, to: uniquePhone("+1558"), body: text }) }),
+      );
+    const tag = randomUUID();
+    // Several sent together (they often share a statement), then one alone, without and with a key.
+    const rounds = [Array.from({ length: 6 }, (_, i) => `${tag} together ${i}`), [`${tag} alone`], [`${tag} alone keyed`]];
+    const ids: string[] = [];
+    for (const [r, texts] of rounds.entries()) {
+      const lost = proxy.loseAnswerTo("send-messages");
+      const answers = await Promise.all(texts.map((text, i) => post(text, r === 2 || i % 2 === 1 ? randomUUID() : undefined)));
+      await lost;
+      for (const [i, a] of answers.entries()) {
+        // Before the fix: 503 alone (a retry without a key wrote it twice), 500 in a shared statement.
+        expect(a.status, `${texts[i]}: ${JSON.stringify(a.body)}`).to.equal(202);
+        expect(a.body).to.include({ body: texts[i], status: "queued" });
+        ids.push(a.body.id as string);
+      }
+    }
+    const stored = await db.query<{ id: string }>(`SELECT id FROM messages WHERE body LIKE $1 ORDER BY id`, [`${tag} %`]);
+    expect(stored.rows.map((m) => m.id)).to.deep.equal([...ids].sort());
+    for (const id of ids) accepted.add(id);
+    await allRead(ids);
+    const handed = await db.query<{ message_id: string; n: string }>(`SELECT message_id, count(*) AS n FROM sandbox_deliveries WHERE message_id = ANY($1) GROUP BY message_id`, [ids]);
+    expect(handed.rows.length).to.equal(ids.length);
+    expect(handed.rows.filter((h) => h.n !== "1")).to.deep.equal([]);
+    expect(child.process.exitCode).to.equal(null);
+  });
+
   it("loses and doubles nothing when the database goes away under load", async () => {
     type Phase = "before" | "during" | "after";
     let phase: Phase = "before";

@@ -223,6 +223,35 @@ describe("provider callbacks", () => {
     expect(message!.recipient).to.deep.equal({ group: "group-123@g" });
   });
 
+  it("records an inbound message with an empty body and nothing else, but starts no AI run for it; one character does", async () => {
+    const ws = await newWorkspace("pro");
+    const { key } = await ws.key(["connections:read", "connections:write", "ai:read", "ai:write"]);
+    const auth = { authorization: `Bearer ${key}` };
+    const slug = `cb-${randomBytes(3).toString("hex")}`;
+    const created = await http("POST", "/v1/connections", { headers: auth, body: { slug } });
+    expect(created.status, created.text).to.equal(201);
+    const [token, id] = [created.json.callback_token as string, created.json.id as string];
+    const credential = await http("POST", "/v1/ai/credentials", { headers: auth, body: { provider: "vendortwo", label: "unused", api_key: "sk-unused", base_url: "http://127.0.0.1:9" } });
+    expect(credential.status, credential.text).to.equal(201);
+    const policy = await http("PUT", `/v1/ai/policies/${slug}`, {
+      headers: auth,
+      body: { credential_id: credential.json.id, enabled: true, mode: "draft", model: "m", system_instruction: "Be brief." },
+    });
+    expect(policy.status, policy.text).to.equal(200);
+    const inbound = (from: string, body: string) =>
+      post(token, { type: "message.inbound", event_id: eventId(), provider_message_id: `p-${randomBytes(4).toString("hex")}`, from, body, timestamp: new Date().toISOString() });
+    const debounced = () => rows<{ contact: string }>(`SELECT contact FROM ai_debounce WHERE connection_id = $1`, [id]);
+
+    expect((await inbound("+15550005555", "")).status).to.equal(202);
+    expect(await rows(`SELECT body FROM messages WHERE connection_id = $1 AND sender = '+15550005555'`, [id])).to.have.length(1);
+    expect(await debounced()).to.deep.equal([]);
+
+    expect((await inbound("+15550006666", "x")).status).to.equal(202);
+    expect(await debounced()).to.deep.equal([{ contact: "+15550006666" }]);
+    // The run itself is ai-runs.test.ts's: this one stops here.
+    await db().query(`DELETE FROM ai_debounce WHERE connection_id = $1`, [id]);
+  });
+
   it("deduplicates a redelivered event: 202 accepted false and no second effect", async () => {
     const c = await setup();
     const report = {

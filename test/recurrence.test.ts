@@ -208,6 +208,18 @@ describe("recurrence", () => {
         firstRun({ rule: monthly(9, 0, 31), timeZone: "UTC", now, startsAt: at("2026-06-01T00:00:00Z"), endsAt: at("2026-06-30T23:59:59Z") }),
       ).to.equal(null);
     });
+
+    it("is null past 9999-12-31T23:59:59Z: the last run of year 9999 is kept, none after it", () => {
+      const z = (iso: string) => firstRun({ rule: daily(23, 59), timeZone: "UTC", now, startsAt: at(iso) })?.toISOString() ?? null;
+      expect(z("9999-12-31T23:59:00Z")).to.equal("9999-12-31T23:59:00.000Z");
+      expect(z("9999-12-31T23:59:01Z")).to.equal(null);
+      expect(firstRun({ rule, timeZone: "UTC", now, startsAt: at("9999-12-31T23:59:59Z") })).to.equal(null);
+      // The same bound in a zone east of UTC: 9999-12-31 09:00 in Tokyo is 00:00 UTC, still kept.
+      expect(firstRun({ rule, timeZone: "Asia/Tokyo", now, startsAt: at("9999-12-30T23:59:59Z") })?.toISOString()).to.equal(
+        "9999-12-31T00:00:00.000Z",
+      );
+      expect(firstRun({ rule, timeZone: "Asia/Tokyo", now, startsAt: at("9999-12-31T00:00:01Z") })).to.equal(null);
+    });
   });
 
   describe("advance", () => {
@@ -251,6 +263,22 @@ describe("recurrence", () => {
         nextRunAt: at("2026-01-02T09:00:00Z"),
         completed: false,
       });
+    });
+
+    it("completes when the next occurrence is after 9999-12-31T23:59:59Z (the run on 9999-12-31 is kept)", () => {
+      const now = at("2026-01-01T09:00:01Z");
+      expect(advance({ rule, timeZone: "UTC", firedAt: at("9999-12-30T09:00:00Z"), now, occurrences: 1 })).to.deep.equal({
+        nextRunAt: at("9999-12-31T09:00:00Z"),
+        completed: false,
+      });
+      expect(advance({ rule, timeZone: "UTC", firedAt: at("9999-12-31T09:00:00Z"), now, occurrences: 2 })).to.deep.equal({
+        nextRunAt: null,
+        completed: true,
+      });
+      // An ends_at beyond the bound does not extend it.
+      expect(advance({ rule, timeZone: "UTC", firedAt: at("9999-12-31T09:00:00Z"), now, endsAt: at("+010000-06-01T00:00:00Z"), occurrences: 2 })).to.deep.equal(
+        { nextRunAt: null, completed: true },
+      );
     });
   });
 

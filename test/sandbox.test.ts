@@ -98,6 +98,13 @@ describe("sandbox engine", () => {
         expect(res.json).to.include({ code: "not_found", status: 404 });
       }
       expect((await sandbox("POST", "/inbound", { to: nobody, from: uniquePhone() })).status).to.equal(400);
+      // An empty body is no body, as on sends: 400 before the number is looked up (one character is a 404 above).
+      const empty = await sandbox("POST", "/inbound", { to: nobody, from: uniquePhone(), body: "" });
+      expect(empty.status, JSON.stringify(empty.json)).to.equal(400);
+      expect((await sandbox("POST", "/inbound", { to: nobody, from: uniquePhone(), body: "x" })).status).to.equal(404);
+      expect((await sandbox("POST", "/inbound", { to: nobody, from: uniquePhone(), body: "x".repeat(4097) })).status).to.equal(400);
+      expect((await sandbox("POST", "/inbound", { to: nobody, from: uniquePhone(), body: "x".repeat(4096) })).status).to.equal(404);
+      expect((await sandbox("POST", "/phone-send", { from: nobody, to: uniquePhone(), body: "" })).status).to.equal(400);
       expect((await sandbox("GET", "/received")).status).to.equal(400);
       expect((await sandbox("GET", `/received?to=${encodeURIComponent(nobody)}`)).json).to.deep.equal({ data: [] });
     });

@@ -10,6 +10,7 @@ import {
   isProblem,
   listAllMessages,
   listAllWebhookDeliveries,
+  newIdempotencyKey,
   paginate,
   SvcApiError,
   SvcConnectionError,
@@ -161,14 +162,10 @@ describe("sdk client", () => {
     expect(attempts).to.equal(1);
   });
 
-  it("never retries 4xx other than 429, 501, or a POST without an idempotency key", async () => {
+  it("never retries 4xx other than 429, or a POST without an idempotency key", async () => {
     const bad = scripted(json(400, problem(400, "validation_failed", { errors: [{ path: "to", message: "required" }] })));
     expect((await client(bad.fetch).messages.send(send)).status).to.equal(400);
     expect(bad.calls).to.have.length(1);
-
-    const notImplemented = scripted(json(501, problem(501, "not_implemented")));
-    expect((await client(notImplemented.fetch).messages.send(send)).status).to.equal(501);
-    expect(notImplemented.calls).to.have.length(1);
 
     const post = scripted(json(503, problem(503, "unavailable")));
     try {
@@ -343,3 +340,18 @@ async function expectRejection(promise: Promise<unknown>): Promise<unknown> {
   }
   return expect.fail("resolved");
 }
+
+describe("sdk idempotency keys outside a secure context", () => {
+  it("makes a version-4 UUID from getRandomValues where randomUUID is missing (a page over plain http)", () => {
+    const crypto = globalThis.crypto as { randomUUID?: unknown };
+    Object.defineProperty(crypto, "randomUUID", { value: undefined, configurable: true });
+    try {
+      const keys = new Set(Array.from({ length: 100 }, () => newIdempotencyKey()));
+      expect(keys.size).to.equal(100);
+      for (const k of keys) expect(k).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    } finally {
+      delete (crypto as { randomUUID?: unknown }).randomUUID;
+    }
+    expect(typeof globalThis.crypto.randomUUID).to.equal("function");
+  });
+});

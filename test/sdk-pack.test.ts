@@ -126,6 +126,10 @@ export async function main(): Promise<void> {
   const event: WebhookEventPayload = verifyWebhook({ payload: "{}", headers: {}, secret: "s" });
   if (event.type === "message.delivered") void (event.data.status satisfies Message["status"]);
   if (event.type === "schedule.fired") void (event.data.schedule.id satisfies string);
+  if (event.type === "ai.draft.created") void (event.data.text satisfies string);
+  if (event.type === "ai.reply.sent") void (event.data.reply_message_id satisfies string);
+  // @ts-expect-error the AI events' data is typed too
+  if (event.type === "ai.reply.sent") void event.data.text;
   try {
     await client.connections.list();
   } catch (err) {

@@ -1,12 +1,11 @@
 // The security rules of every route, generated from the contract at run time: a route gets these
-// tests by being in the contract, and its metadata (security, notImplemented) decides which apply.
+// tests by being in the contract, and its security metadata decides which apply.
 //   - no credential → 401;
 //   - a credential of the wrong kind (an API key where a session is needed, a session where a key
 //     is needed, an OAuth access token anywhere but the tool endpoint) → 401;
 //   - an API key without the route's scope → 403 insufficient_scope;
 //   - every path id of workspace B, with workspace A's credential(s) → 404, and B's data unchanged.
-// Routes answering 501 (metadata.notImplemented) still authenticate first: the 401 and 403 rules
-// apply to them; the 404 rule waits for their behaviour. Public routes (auth: none) have none.
+// Public routes (auth: none) have none.
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
@@ -69,6 +68,7 @@ function hasBodySchema(route: AppRoute): route is AppRoute & { body: { safeParse
 const SAMPLE_BODIES: Record<string, unknown> = {
   "messages.reschedule": { send_at: new Date(Date.now() + 7 * 86_400_000).toISOString() },
   "team.update": { role: "developer" },
+  "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
 };
 
@@ -203,7 +203,7 @@ describe("security rules of every contract route", () => {
         });
       }
 
-      if (listed.params.length && !listed.meta.notImplemented) {
+      if (listed.params.length) {
         for (const kind of ACCEPTS[security.auth]) {
           it(`answers 404 to workspace A's credential (${KIND_NAMES[kind]}) for workspace B's ids`, async () => {
             const values = Object.fromEntries(

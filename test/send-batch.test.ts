@@ -5,9 +5,11 @@ import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { SendBatcher, type SendInput } from "../server/messages/send-batch.js";
 import { newId } from "../server/ids.js";
+import { createDataSource } from "../server/db/data-source.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { pairConnection, uniquePhone } from "./support/sandbox.js";
+import { TcpProxy } from "./support/tcp-proxy.js";
 
 const db = () => testEnv().gateway.ctx.db;
 
@@ -15,8 +17,20 @@ async function connected(ws: TestWorkspace) {
   const key = await ws.key(["messages:read", "messages:write", "connections:read", "connections:write"]);
   const slug = `b-${randomBytes(3).toString("hex")}`;
   const phone = uniquePhone();
-  await pairConnection(key.client, slug, phone);
-  return { slug, phone, auth: { authorization: `Bearer ${key.key}` } };
+  const { id } = await pairConnection(key.client, slug, phone);
+  return { id, slug, phone, auth: { authorization: `Bearer ${key.key}` } };
+}
+
+/** A send as the batcher takes it, queued now, with a body naming its id. */
+function sendInput(workspaceId: string, slug: string, recipient: string, idempotencyKey: string | null = null): SendInput {
+  const now = new Date();
+  const id = newId("msg", now.getTime());
+  return {
+    id, workspaceId, status: "queued", recipient, body: `isolated ${id}`, media: null, location: null, context: null,
+    metadata: null, contextSensitivity: null, sendAt: null, timezone: null, createdAt: now,
+    timeline: ["accepted", "queued"], idempotencyKey, fingerprint: idempotencyKey ? randomBytes(32) : null, view: JSON.stringify({ id }),
+    connectionSlug: slug, deferred: false, planRefuses: false, allowance: null, event: null,
+  };
 }
 
 describe("sends sharing a statement", () => {
@@ -71,16 +85,7 @@ describe("sends sharing a statement", () => {
     const ws = await newWorkspace();
     const c = await connected(ws);
     const batcher = new SendBatcher(db());
-    const input = (recipient: string): SendInput => {
-      const now = new Date();
-      const id = newId("msg", now.getTime());
-      return {
-        id, workspaceId: ws.id, status: "queued", recipient, body: `isolated ${id}`, media: null, location: null, context: null,
-        metadata: null, contextSensitivity: null, sendAt: null, timezone: null, createdAt: now,
-        timeline: ["accepted", "queued"], idempotencyKey: null, fingerprint: null, view: JSON.stringify({ id }),
-        connectionSlug: c.slug, deferred: false, planRefuses: false, allowance: null, event: null,
-      };
-    };
+    const input = (recipient: string) => sendInput(ws.id, c.slug, recipient);
     const good = [input(JSON.stringify("+15550100001")), input(JSON.stringify("+15550100002"))];
     // Not JSON: the recipient column refuses it, and with it the whole statement.
     const bad = input("not json");
@@ -89,6 +94,49 @@ describe("sends sharing a statement", () => {
     for (const o of [outcomes[0], outcomes[2]]) expect((o as PromiseFulfilledResult<{ accepted: boolean }>).value.accepted).to.equal(true);
     const rows = (await db().query(`SELECT id FROM messages WHERE id = ANY($1) ORDER BY id`, [[...good, bad].map((i) => i.id)])) as { id: string }[];
     expect(rows.map((r) => r.id)).to.deep.equal(good.map((i) => i.id).sort());
+  });
+
+  it("answers the sends of a shared statement whose answer was lost from what it wrote, each once", async function () {
+    // Cut through a TCP proxy, recognised by its prepared statement's name: PostgreSQL only (the
+    // embedded database runs no prepared statements, server/db/prepared.ts).
+    if (testEnv().gateway.database.embedded) this.skip();
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const proxy = await TcpProxy.inFrontOf(testEnv().databaseUrl);
+    const through = createDataSource({ url: proxy.urlFor(testEnv().databaseUrl), embedded: false });
+    await through.initialize();
+    try {
+      const batcher = new SendBatcher(through);
+      const sends = [
+        sendInput(ws.id, c.slug, JSON.stringify(uniquePhone())),
+        sendInput(ws.id, c.slug, JSON.stringify(uniquePhone()), randomBytes(8).toString("hex")),
+        sendInput(ws.id, "nope", JSON.stringify(uniquePhone())),
+        sendInput(ws.id, c.slug, JSON.stringify(uniquePhone())),
+      ];
+      const lost = proxy.loseAnswerTo("send-messages");
+      // Sent in one turn: one statement (send-batch.ts), whose answer the proxy withholds.
+      const outcomes = await Promise.all(sends.map((s) => batcher.send(s)));
+      await lost;
+      // Before: the sends were written again one by one, and each written one failed on its own id.
+      expect(outcomes.map((o) => o.accepted)).to.deep.equal([true, true, false, true]);
+      for (const o of [outcomes[0]!, outcomes[1]!, outcomes[3]!]) expect(o).to.include({ c_id: c.id, c_phone: c.phone });
+      expect(outcomes[2]!.c_id).to.equal(null);
+      const written = (await db().query(
+        `SELECT m.id, (SELECT count(*)::int FROM message_timeline t WHERE t.message_id = m.id) AS timeline,
+                (SELECT count(*)::int FROM idempotency_keys k WHERE k.workspace_id = m.workspace_id) AS keys
+           FROM messages m WHERE m.workspace_id = $1 ORDER BY m.id`,
+        [ws.id],
+      )) as { id: string; timeline: number; keys: number }[];
+      expect(written.map((w) => w.id)).to.deep.equal([sends[0]!.id, sends[1]!.id, sends[3]!.id].sort());
+      // Written once: their first timeline entries (the dispatcher may add more) and one key record.
+      for (const w of written) expect(w.timeline).to.be.at.least(2);
+      expect(written[0]!.keys).to.equal(1);
+      const usage = (await db().query(`SELECT sum(messages_outbound)::int AS n FROM usage_daily WHERE workspace_id = $1`, [ws.id])) as { n: number }[];
+      expect(usage[0]!.n).to.equal(3);
+    } finally {
+      await through.destroy();
+      await proxy.cut();
+    }
   });
 
   it("refuses the NUL character anywhere in a request with 400 naming the field, and writes nothing", async () => {

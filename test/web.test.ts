@@ -8,7 +8,7 @@ import { testEnv } from "./setup.js";
 import { clientAddress, http, uniqueEmail } from "./support/actors.js";
 import { scan, uniquePhone } from "./support/sandbox.js";
 import { obtainTokens } from "./support/oauth.js";
-import { browserTestsRunnable, cspViolations, expectAccessible, launchBrowser, narrowContext, screenshot } from "./support/browser.js";
+import { browserTestsRunnable, expectAccessible, narrowContext, openNarrowPage, screenshot } from "./support/browser.js";
 
 /** The page's globals, as far as these tests read them (the test program has no DOM types). */
 type PageGlobals = {
@@ -61,10 +61,7 @@ describe("dashboard: in a browser", function () {
   before(async function () {
     if (!browserTestsRunnable()) return this.skip();
     await testEnv().gateway.ctx.services.workspaces.create(`Dashboard ${email}`, email, "enterprise");
-    browser = await launchBrowser();
-    context = await narrowContext(browser, clientAddress());
-    page = await context.newPage();
-    csp = cspViolations(page);
+    ({ browser, context, page, csp } = await openNarrowPage(clientAddress()));
   });
   after(async () => {
     await browser?.close();

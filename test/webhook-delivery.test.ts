@@ -4,8 +4,6 @@
 // verifyWebhook. The test gateway runs with WEBHOOK_TIMEOUT_MS=1500 and WEBHOOK_RETRY_SCHEDULE=
 // 0.5,0.5,1 (test/setup.ts): one attempt and three retries, each about a second apart.
 import { expect } from "chai";
-import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { DataSource } from "typeorm";
 import type { WebhookDelivery } from "../contract/index.js";
 import { expectOk, verifyWebhook, type WebhookEventPayload } from "../sdk/src/index.js";
@@ -16,62 +14,9 @@ import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
+import { Receiver, type Received } from "./support/webhook-receiver.js";
 
 const db = (): DataSource => testEnv().gateway.ctx.db;
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  at: number;
-}
-
-type Answer = number | "hang";
-
-/** A webhook receiver on loopback: records every request and answers what `answer` says. */
-class Receiver {
-  readonly received: Received[] = [];
-  answer: (n: number, r: Received) => Answer = () => 200;
-  private constructor(
-    private readonly server: http.Server,
-    readonly port: number,
-  ) {}
-
-  static async start(port = 0): Promise<Receiver> {
-    const server = http.createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, "127.0.0.1", resolve);
-    });
-    const receiver = new Receiver(server, (server.address() as AddressInfo).port);
-    server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const r: Received = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
-        receiver.received.push(r);
-        const answer = receiver.answer(receiver.received.length, r);
-        if (answer !== "hang") res.writeHead(answer).end();
-      });
-    });
-    return receiver;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hook`;
-  }
-
-  /** Requests whose payload has this type (or any type). */
-  events(type?: string): (Received & { event: WebhookEventPayload })[] {
-    return this.received
-      .map((r) => ({ ...r, event: JSON.parse(r.body) as WebhookEventPayload }))
-      .filter((r) => type === undefined || r.event.type === type);
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 /** Verifies a received request as a receiver would, with the SDK helper; returns the event. */
 function verified(r: Received, secret: string): WebhookEventPayload {

@@ -6,9 +6,19 @@ import { contract } from "../../contract/index.js";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 
-/** A fresh key: a random UUID (122 random bits), well inside the server's 1-255 printable ASCII. */
+/**
+ * A fresh key: a random UUID (122 random bits), well inside the server's 1-255 printable ASCII.
+ * A browser offers randomUUID only in a secure context (https, localhost); a dashboard opened over
+ * plain http on another address gets the same form from getRandomValues, which it always offers.
+ */
 export function newIdempotencyKey(): string {
-  return globalThis.crypto.randomUUID();
+  const crypto = globalThis.crypto;
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 function declaresIdempotencyKey(route: AppRoute): boolean {

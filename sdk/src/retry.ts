@@ -59,8 +59,7 @@ export function retryDelayAfterResponse(
     // Retrying sooner than the server asked is certain to fail again (e.g. a monthly quota).
     return retryAfter > policy.maxRetryAfterSeconds ? undefined : retryAfter * 1000;
   }
-  // 501 is this gateway's "not implemented yet": permanent, not transient.
-  if (status >= 500 && status !== 501 && repeatable(request)) return backoffMs(policy, retriesDone);
+  if (status >= 500 && repeatable(request)) return backoffMs(policy, retriesDone);
   return undefined;
 }
 

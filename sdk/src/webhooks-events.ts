@@ -1,8 +1,8 @@
 // The body of each webhook event, typed by its `type` (docs/webhooks.md): `data` is the resource
 // as the API shows it. Narrow on `event.type` and `event.data` follows.
-import type { Connection, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
+import type { AiDraftCreatedData, AiReplySentData, Connection, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
 
-/** `data` of each event type. The AI events carry what the AI feature defines (not yet typed). */
+/** `data` of each event type. */
 export interface WebhookEventDataMap {
   "message.received": Message;
   "message.queued": Message;
@@ -16,8 +16,8 @@ export interface WebhookEventDataMap {
   "connection.suspended": Connection;
   "schedule.fired": ScheduleFiredData;
   "schedule.completed": ScheduleCompletedData;
-  "ai.draft.created": Record<string, unknown>;
-  "ai.reply.sent": Record<string, unknown>;
+  "ai.draft.created": AiDraftCreatedData;
+  "ai.reply.sent": AiReplySentData;
 }
 
 /** One delivery's body; with `T` left out, the union of every event type, discriminated by `type`. */

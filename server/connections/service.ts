@@ -2,12 +2,13 @@
 // the plan's allowance under a lock on the workspace row, so two parallel creates cannot both take
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
-import { IsNull, QueryFailedError, type DataSource, type EntityManager } from "typeorm";
+import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import type { Connection as ConnectionView, CreateConnectionBody } from "../../contract/index.js";
 import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Config } from "../config.js";
 import { rows } from "../db/rows.js";
+import { isUniqueViolation } from "../db/unique-violation.js";
 import { EngineError, type Engine, type EngineConnection, type EngineRegistry } from "../engines/engine.js";
 import { recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
@@ -279,10 +280,4 @@ export class ConnectionService {
       clearTimeout(timer);
     }
   }
-}
-
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  if (!(err instanceof QueryFailedError)) return false;
-  const driverError = err.driverError as { code?: string; constraint?: string } | undefined;
-  return driverError?.code === "23505" && driverError.constraint === constraint;
 }

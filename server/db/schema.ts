@@ -17,6 +17,7 @@ import { AuthChanges1732240500000 } from "./migrations/1732240500000-auth-change
 import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
 import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
+import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 
 export const ENTITIES = [
   Plan,
@@ -42,4 +43,5 @@ export const MIGRATIONS = [
   Baileys1732250500000,
   OAuth1732250600000,
   Ai1732250700000,
+  AiRuns1732250800000,
 ];

@@ -1,6 +1,11 @@
 // The live event monitor's feed: the session's workspace's events as server-sent events, as they
 // are recorded in the event outbox (the same rows, and payloads, webhooks fan out from). Mounted
 // beside the contract: ts-rest answers one body, a stream is many. Tenancy from the session only.
+//
+// One `EventFeed` per process reads the outbox for every open stream at once: one query per tick
+// for all the workspaces with a stream open, fanned out to their streams, so the database's cost
+// does not grow with the number of open streams (docs/decisions.md, "Event stream: one poller per
+// process"). It polls only while a stream is open.
 import type { Request, RequestHandler, Response } from "express";
 import type { DataSource } from "typeorm";
 import { parse as parseCookies } from "cookie";
@@ -19,20 +24,108 @@ export const EVENT_STREAM_PATH = "/v1/events/stream";
 const LOOK_BACK_MS = 10_000;
 const BATCH = 200;
 
-export interface EventStreamOptions {
-  pollMs?: number;
-  heartbeatMs?: number;
-  /** How often the session is checked again; the stream ends when it has ended. */
-  sessionCheckMs?: number;
-}
-
 /** The smallest id of any event created at `ms` or later (ids sort by creation time). */
 function floorId(ms: number): string {
   return newId("evt", Math.max(0, ms)).slice(0, "evt_".length + 10);
 }
 
-export function eventStream(db: DataSource, options: EventStreamOptions = {}): RequestHandler {
-  const pollMs = options.pollMs ?? 500;
+interface Subscriber {
+  workspaceId: string;
+  /** Events from the moment the stream opened; what came before is the log's business. */
+  floor: string;
+  send(chunk: string): void;
+}
+
+/** What the poller has read since it started: ids sent within the look-back window. */
+interface Window {
+  startedAt: number;
+  /** The next poll reads from `anchor - LOOK_BACK_MS`: the start of the last complete poll. */
+  anchor: number;
+  sent: Set<string>;
+}
+
+export class EventFeed {
+  private readonly subscribers = new Set<Subscriber>();
+  private timer: NodeJS.Timeout | undefined;
+  private window: Window | undefined;
+  private polling = false;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly pollMs = 500,
+  ) {}
+
+  /** Open streams subscribed. */
+  get streams(): number {
+    return this.subscribers.size;
+  }
+
+  /** Whether the poller runs (it does exactly while a stream is open). */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** `send` gets each new event of `workspaceId` as an SSE block, once, in id order per poll; returns the unsubscribe. */
+  subscribe(workspaceId: string, send: (chunk: string) => void): () => void {
+    const subscriber: Subscriber = { workspaceId, floor: floorId(Date.now()), send };
+    this.subscribers.add(subscriber);
+    if (!this.timer) {
+      const now = Date.now();
+      this.window = { startedAt: now, anchor: now, sent: new Set() };
+      this.timer = setInterval(() => void this.poll(), this.pollMs);
+    }
+    void this.poll();
+    return () => {
+      this.subscribers.delete(subscriber);
+      if (this.subscribers.size > 0) return;
+      clearInterval(this.timer);
+      this.timer = undefined;
+      this.window = undefined;
+    };
+  }
+
+  private async poll(): Promise<void> {
+    const window = this.window;
+    if (!window || this.polling) return;
+    this.polling = true;
+    try {
+      const startedAt = Date.now();
+      const floor = floorId(Math.max(window.startedAt, window.anchor - LOOK_BACK_MS));
+      const workspaces = [...new Set([...this.subscribers].map((s) => s.workspaceId))];
+      const limit = BATCH + window.sent.size;
+      const found = await rows<{ id: string; workspace_id: string; payload: unknown; created_at: Date }>(
+        this.db,
+        `SELECT id, workspace_id, payload, created_at FROM events WHERE id >= $1 AND workspace_id = ANY($2) ORDER BY id LIMIT $3`,
+        [floor, workspaces, limit],
+      );
+      if (window !== this.window) return; // every stream closed meanwhile
+      for (const e of found) {
+        if (window.sent.has(e.id)) continue;
+        window.sent.add(e.id);
+        const chunk = `id: ${e.id}\ndata: ${JSON.stringify(e.payload)}\n\n`;
+        for (const s of this.subscribers) if (s.workspaceId === e.workspace_id && e.id >= s.floor) s.send(chunk);
+      }
+      // A full batch leaves newer rows unread: read on from the last one's time, never back.
+      const last = found.at(-1);
+      const reached = found.length === limit && last ? new Date(last.created_at).getTime() : startedAt;
+      window.anchor = Math.max(window.anchor, reached);
+      const next = floorId(Math.max(window.startedAt, window.anchor - LOOK_BACK_MS));
+      for (const id of window.sent) if (id < next) window.sent.delete(id);
+    } catch {
+      // A failed poll (database briefly away) is retried at the next tick from the same point.
+    } finally {
+      this.polling = false;
+    }
+  }
+}
+
+export interface EventStreamOptions {
+  heartbeatMs?: number;
+  /** How often the session is checked again; the stream ends when it has ended. */
+  sessionCheckMs?: number;
+}
+
+export function eventStream(db: DataSource, feed: EventFeed, options: EventStreamOptions = {}): RequestHandler {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const sessionCheckMs = options.sessionCheckMs ?? 60_000;
 
@@ -56,37 +149,7 @@ export function eventStream(db: DataSource, options: EventStreamOptions = {}): R
       "X-Accel-Buffering": "no",
     });
     res.write(`retry: 3000\n\n`);
-    const connectedAt = Date.now();
-    /** Ids sent within the look-back window, with their creation time, to skip on the next polls. */
-    const sent = new Map<string, number>();
-    let newest = connectedAt;
     let closed = false;
-    let polling = false;
-
-    const poll = async () => {
-      if (closed || polling) return;
-      polling = true;
-      try {
-        const from = Math.max(connectedAt, newest - LOOK_BACK_MS);
-        const found = await rows<{ id: string; payload: unknown; created_at: Date }>(
-          db,
-          `SELECT id, payload, created_at FROM events WHERE id >= $1 AND workspace_id = $2 ORDER BY id LIMIT $3`,
-          [floorId(from), workspaceId, BATCH + sent.size],
-        );
-        for (const e of found) {
-          if (closed || sent.has(e.id)) continue;
-          const at = new Date(e.created_at).getTime();
-          sent.set(e.id, at);
-          newest = Math.max(newest, at);
-          res.write(`id: ${e.id}\ndata: ${JSON.stringify(e.payload)}\n\n`);
-        }
-        for (const [id, at] of sent) if (at < newest - LOOK_BACK_MS) sent.delete(id);
-      } catch {
-        // A failed poll (database briefly away) is retried at the next tick; the page keeps listening.
-      } finally {
-        polling = false;
-      }
-    };
     const checkSession = async () => {
       try {
         if ((await workspaceOf(req)) !== workspaceId) end();
@@ -94,18 +157,15 @@ export function eventStream(db: DataSource, options: EventStreamOptions = {}): R
         if (err instanceof ApiError) end();
       }
     };
-    const timers = [
-      setInterval(() => void poll(), pollMs),
-      setInterval(() => res.write(`: keep-alive\n\n`), heartbeatMs),
-      setInterval(() => void checkSession(), sessionCheckMs),
-    ];
+    const timers = [setInterval(() => res.write(`: keep-alive\n\n`), heartbeatMs), setInterval(() => void checkSession(), sessionCheckMs)];
+    const unsubscribe = feed.subscribe(workspaceId, (chunk) => res.write(chunk));
     function end(): void {
       if (closed) return;
       closed = true;
+      unsubscribe();
       for (const t of timers) clearInterval(t);
       res.end();
     }
     req.on("close", end);
-    void poll();
   }
 }

@@ -54,8 +54,13 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
         break;
       case "key_or_session":
         principal = bearer !== undefined ? await keyPrincipal(bearer, res, security.scope) : await sessionPrincipal(req, res);
-        if (principal?.kind === "session" && !sessionMayUse(principal.role, security.scope)) {
-          throw new ApiError("forbidden", `Your role (${principal.role}) cannot do this: it needs ${security.scope}.`);
+        if (principal?.kind === "session") {
+          if (!sessionMayUse(principal.role, security.scope)) {
+            throw new ApiError("forbidden", `Your role (${principal.role}) cannot do this: it needs ${security.scope}.`);
+          }
+          // On a key's route the member is counted where a key would be: one bucket per member and
+          // workspace, shared by all their sessions, so the dashboard is no way around the rate.
+          limitRate(`member:${principal.workspaceId}:${principal.userId}`, "member", res);
         }
         break;
       case "mcp":

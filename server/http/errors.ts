@@ -25,7 +25,6 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, title: "Too many requests" },
   quota_exceeded: { status: 429, title: "Plan quota exceeded" },
   internal: { status: 500, title: "Internal server error" },
-  not_implemented: { status: 501, title: "Not implemented yet" },
   unavailable: { status: 503, title: "Service unavailable" },
   transport_unavailable: { status: 503, title: "No transport configured" },
 } as const satisfies Record<ProblemCode, { status: number; title: string }>;
@@ -100,6 +99,8 @@ export function errorMiddleware(err: unknown, req: Request, res: Response, _next
   const status = (err as { status?: number; type?: string }).status;
   // Body-parser failures (too large, malformed, unsupported charset or encoding) are the client's fault.
   if (status === 413) return sendProblem(res, new ApiError("payload_too_large"));
+  // Express's own refusal of a path whose percent-escapes do not decode (a URIError, status 400).
+  if (err instanceof URIError && status === 400) return sendProblem(res, new ApiError("validation_failed", "The request path could not be decoded (a malformed percent-escape)."));
   if (status !== undefined && status >= 400 && status < 500) {
     return sendProblem(res, new ApiError("validation_failed", "The request body could not be read."));
   }

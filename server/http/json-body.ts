@@ -11,7 +11,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** Deepest accepted JSON nesting: objects and arrays inside each other, the outermost counting 1. */
 export const MAX_JSON_DEPTH = 64;
 
-const JSON_TYPES = ["application/json", "application/*+json"];
+/** Content types read as JSON bodies. */
+export const JSON_TYPES = ["application/json", "application/*+json"];
 
 export function tooLarge(): ApiError {
   return new ApiError("payload_too_large", `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`);
@@ -53,7 +54,8 @@ export function parseJsonBody(raw: Buffer): unknown {
     throw ApiError.validation([{ path: "body", message: "is not valid UTF-8" }]);
   }
   const first = /\S/.exec(text)?.[0];
-  if (first !== "{" && first !== "[") throw notJson();
+  // A scalar (null, a number, a string) may be valid JSON, but no request body of this API is one.
+  if (first !== "{" && first !== "[") throw isJsonScalar(text) ? new ApiError("validation_failed", "The request body must be a JSON object.") : notJson();
   const refused = checkJsonStructure(text);
   if (refused) throw ApiError.validation([refused]);
   try {
@@ -69,6 +71,15 @@ function readError(err: unknown): unknown {
   if (status === 413) return tooLarge();
   if (typeof status === "number" && status >= 400 && status < 500) return new ApiError("validation_failed", "The request body could not be read as JSON.");
   return err;
+}
+
+function isJsonScalar(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function notJson(): ApiError {

@@ -4,7 +4,9 @@
 // lock and usage — and written only if every rule holds for it. At most MAX_IN_FLIGHT statements
 // run at once (each on its own pooled connection); sends arriving meanwhile join the next one.
 import type { DataSource } from "typeorm";
-import { writeSends, type SendInput, type SendOutcome } from "./store/accept.js";
+import { isDatabaseUnavailable } from "../db/availability.js";
+import { isUniqueViolation } from "../db/unique-violation.js";
+import { writeSends, writtenSends, type SendInput, type SendOutcome } from "./store/accept.js";
 
 export type { SendInput, SendOutcome };
 
@@ -71,11 +73,41 @@ export class SendBatcher {
       const outcomes = await this.write(batch.map((w) => w.input));
       batch.forEach((w, i) => w.resolve(outcomes[i]!));
     } catch (err) {
-      if (batch.length === 1) return batch[0]!.reject(err);
+      // A lost connection loses the statement's answer, not necessarily the statement: it may
+      // have committed. What it wrote is found by the sends' own ids and answered as accepted.
+      let written = new Map<string, SendOutcome>();
+      if (isDatabaseUnavailable(err)) {
+        try {
+          written = await writtenSends(this.db, batch.map((w) => w.input));
+        } catch (unknown) {
+          // The answer cannot be known: 503 with Retry-After (http/errors.ts); a retry with the same
+          // Idempotency-Key replays what was accepted, or writes it once.
+          return batch.forEach((w) => w.reject(unknown));
+        }
+      } else if (batch.length === 1) return batch[0]!.reject(err);
       // Whatever failed the statement fails only the send it came from.
       for (const w of batch) {
-        await this.write([w.input]).then((o) => w.resolve(o[0]!), w.reject);
+        const outcome = written.get(w.input.id);
+        if (outcome) w.resolve(outcome);
+        else await this.writeAlone(w.input).then(w.resolve, w.reject);
       }
+    }
+  }
+
+  /**
+   * One send again, under its own id, after its statement failed. Should that statement commit
+   * late (the server had not finished it when its connection was lost), this one stops at a unique
+   * key of what it writes (the message's id, its hand-off's, its event's: which comes first is
+   * PostgreSQL's choice) and finds the row; a lost answer again is looked up the same way.
+   */
+  private async writeAlone(input: SendInput): Promise<SendOutcome> {
+    try {
+      return (await this.write([input]))[0]!;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) && !isUniqueViolation(err)) throw err;
+      const outcome = (await writtenSends(this.db, [input])).get(input.id);
+      if (outcome) return outcome;
+      throw err;
     }
   }
 

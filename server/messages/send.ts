@@ -4,7 +4,7 @@
 // The same statement reads the connection, the key's record and the month's usage and writes
 // nothing unless every rule holds, so a send costs one round trip, close to a single INSERT.
 import type { DataSource, EntityManager } from "typeorm";
-import type { SendMessageBody, Message as MessageView } from "../../contract/index.js";
+import { hasContent, type SendMessageBody, type Message as MessageView } from "../../contract/index.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { prepared } from "../db/prepared.js";
 import { ApiError } from "../http/errors.js";
@@ -27,6 +27,9 @@ export interface Accepted {
   scheduledFor?: Date;
 }
 
+/** Who a send is for: the workspace and its plan (a caller's principal, or the AI runner acting for the workspace). */
+export type SendAs = Pick<Principal, "workspaceId" | "plan">;
+
 export interface SendOptions {
   idempotencyKey?: string | undefined;
 }
@@ -44,7 +47,7 @@ export class MessageSender {
    * month's usage, and writes the message with everything that goes with it only when every rule
    * holds, so a refused send changes nothing. The decision is then read off what it found.
    */
-  async send(principal: Principal, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
+  async send(principal: SendAs, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
     checkContent(body);
     const key = options.idempotencyKey ?? null;
     const fingerprint = key ? requestFingerprint(body) : null;
@@ -141,7 +144,7 @@ export class MessageSender {
   }
 
   /** The problem response of a refused send. */
-  private async refusalError(principal: Principal, refusal: SendRefusal): Promise<ApiError> {
+  private async refusalError(principal: SendAs, refusal: SendRefusal): Promise<ApiError> {
     switch (refusal.code) {
       case "connection_not_found":
         return ApiError.validation([{ path: "connection", message: `no connection with slug ${refusal.slug}` }]);
@@ -166,8 +169,7 @@ const CONNECTION_BY_SLUG = `SELECT * FROM connections WHERE workspace_id = $1 AN
 /** The rules that need no database: content, attachment scheme, time zone. */
 function checkContent(body: SendMessageBody): void {
   const errors: { path: string; message: string }[] = [];
-  const hasBody = body.body !== undefined && body.body.length > 0;
-  if (!hasBody && !body.media && !body.location) errors.push({ path: "body", message: "a message needs a body, media or a location" });
+  if (!hasContent(body)) errors.push({ path: "body", message: "a message needs a body, media or a location" });
   if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
   if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
   if (errors.length) throw ApiError.validation(errors);

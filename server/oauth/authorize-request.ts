@@ -1,6 +1,7 @@
-// The checked authorization request, carried from /v1/oauth/authorize to the consent page (and
-// through sign-in) as a signed, expiring token rather than a row: nothing is stored until a member
-// approves. The CSRF token of the consent form is bound to the session and to this request.
+// The checked authorization request, carried from /v1/oauth/authorize to the dashboard's consent
+// page (and through its sign-in) as a signed, expiring token rather than a row: nothing is stored
+// until a member approves. The page hands it back to the consent API, which opens it again.
+import { ApiError } from "../http/errors.js";
 import { deriveKey, hmac, safeEqual } from "../secrets.js";
 
 /** How long a member has to sign in and decide. */
@@ -19,11 +20,9 @@ export interface AuthorizationRequest {
 
 export class RequestSigner {
   private readonly key: Buffer;
-  private readonly csrfKey: Buffer;
 
   constructor(secretKey: Buffer) {
     this.key = deriveKey(secretKey, "oauth-authorization-request");
-    this.csrfKey = deriveKey(secretKey, "oauth-consent-csrf");
   }
 
   seal(request: Omit<AuthorizationRequest, "expiresAt">, now = Date.now()): string {
@@ -31,25 +30,25 @@ export class RequestSigner {
     return `${body}.${hmac(this.key, body).toString("base64url")}`;
   }
 
-  /** The request, or null when it was altered or has expired. */
-  open(sealed: string, now = Date.now()): AuthorizationRequest | null {
+  /** The request, or why there is none: altered (or not one of ours) or expired. */
+  open(sealed: string, now = Date.now()): AuthorizationRequest | "altered" | "expired" {
     const [body, mac, extra] = sealed.split(".");
-    if (!body || !mac || extra !== undefined) return null;
-    if (!safeEqual(Buffer.from(mac, "base64url"), hmac(this.key, body))) return null;
+    if (!body || !mac || extra !== undefined) return "altered";
+    if (!safeEqual(Buffer.from(mac, "base64url"), hmac(this.key, body))) return "altered";
     try {
       const request = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as AuthorizationRequest;
-      return request.expiresAt > now ? request : null;
+      return request.expiresAt > now ? request : "expired";
     } catch {
-      return null;
+      return "altered";
     }
   }
 
-  csrf(sessionId: string, sealed: string): string {
-    return hmac(this.csrfKey, `${sessionId}.${sealed}`).toString("base64url");
-  }
-
-  csrfMatches(sessionId: string, sealed: string, given: string): boolean {
-    return safeEqual(Buffer.from(given, "base64url"), hmac(this.csrfKey, `${sessionId}.${sealed}`));
+  /** The request, or a 400 problem naming `path` that says to start again. */
+  openOrRefuse(sealed: string, path: string, now = Date.now()): AuthorizationRequest {
+    const opened = this.open(sealed, now);
+    if (typeof opened !== "string") return opened;
+    const why = opened === "expired" ? "has expired (a member has ten minutes to decide)" : "is not one this server issued, or was altered";
+    throw ApiError.validation([{ path, message: `the authorization request ${why}; start again from your application` }]);
   }
 }
 

@@ -5,17 +5,17 @@
 import type { RequestHandler, Response } from "express";
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import { RegisterClientBody } from "../../contract/oauth.js";
+import { CONSENT_PAGE_PATH, RegisterClientBody } from "../../contract/oauth.js";
 import type { AppContext } from "../context.js";
 import { ApiError, sendProblem } from "../http/errors.js";
+import { JSON_TYPES } from "../http/json-body.js";
 import { clientIp, sessionOf } from "../http/principal.js";
 import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
 import { clientRedirect, RequestSigner } from "./authorize-request.js";
 import { clientFromMetadataDocument, findClient, isMetadataDocumentId, OAuthProtocolError, registerClient } from "./clients.js";
-import { exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
+import { approve, exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
 import { issuerOf, publicCors, toolResourceOf } from "./metadata.js";
-import { CONSENT_PATH } from "./pages.js";
-import { MCP_SCOPES } from "./tokens.js";
+import { cappedScopes, MCP_SCOPE_TEXT, MCP_SCOPES } from "./tokens.js";
 
 const s = initServer();
 
@@ -103,7 +103,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       const unknown = scopes.find((sc) => !(MCP_SCOPES as readonly string[]).includes(sc));
       if (unknown || scopes.length === 0) return refuse("invalid_scope", `Scopes are ${MCP_SCOPES.join(" and ")}.`);
       const sealed = signer.seal({ clientId: client.id, clientName: client.name, redirectUri, codeChallenge: challenge, scopes: [...new Set(scopes)], state, resource });
-      res.redirect(302, `${ctx.config.webUrl}${CONSENT_PATH}?request=${sealed}`);
+      res.redirect(302, `${ctx.config.webUrl}${CONSENT_PAGE_PATH}?request=${sealed}`);
     })().catch(next);
   };
 
@@ -140,6 +140,53 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
     // ts-rest types route middleware by the route's query; this one reads the raw query on purpose.
     authorize: { middleware: [authorize as never], handler: unreachable },
     token: { middleware: [publicCors, token], handler: unreachable },
+    consentRequest: async ({ query, res }) => {
+      const p = sessionOf(res);
+      const request = signer.openOrRefuse(query.request, "query.request");
+      // cappedScopes holds the role rule (PERMISSIONS approveOAuth): nothing granted, no approval.
+      const granted = cappedScopes(request.scopes, p.role);
+      return {
+        status: 200,
+        body: {
+          client_id: request.clientId,
+          client_name: request.clientName,
+          redirect_uri: request.redirectUri,
+          redirect_host: new URL(request.redirectUri).host,
+          requested_scopes: MCP_SCOPES.filter((sc) => request.scopes.includes(sc)).map((scope) => ({ scope, description: MCP_SCOPE_TEXT[scope] })),
+          granted_scopes: granted,
+          role: p.role,
+          may_approve: granted.length > 0,
+          expires_at: new Date(request.expiresAt).toISOString(),
+        },
+      };
+    },
+    decideConsent: async ({ req, body, res }) => {
+      // The session check already refused a cross-site Origin / Sec-Fetch-Site. JSON only, too: a
+      // form from another site cannot send it without a CORS preflight this server never grants.
+      if (!req.is(JSON_TYPES)) {
+        throw ApiError.validation([{ path: "headers.content-type", message: "must be application/json" }]);
+      }
+      const p = sessionOf(res);
+      const request = signer.openOrRefuse(body.request, "body.request");
+      if (body.decision === "deny") {
+        return { status: 200, body: { redirect_to: clientRedirect(request, issuer, { error: "access_denied", error_description: "The member denied the request." }) } };
+      }
+      const scopes = cappedScopes(request.scopes, p.role);
+      if (scopes.length === 0) {
+        throw new ApiError("forbidden", `Your role (${p.role}) cannot approve tool access; an owner, admin or developer can.`);
+      }
+      const code = await approve(ctx.db, {
+        workspaceId: p.workspaceId,
+        userId: p.userId,
+        clientId: request.clientId,
+        clientName: request.clientName,
+        redirectUri: request.redirectUri,
+        scopes,
+        resource: request.resource,
+        codeChallenge: request.codeChallenge,
+      });
+      return { status: 200, body: { redirect_to: clientRedirect(request, issuer, { code }) } };
+    },
     listAuthorizations: async ({ res }) => {
       const p = sessionOf(res);
       return { status: 200, body: { data: await listGrants(ctx.db, p.workspaceId, p.userId) } };

@@ -2,7 +2,8 @@
 // stored only as SHA-256 digests, resolved in one query joined to the approving member's current
 // membership, so a role change caps the token and a removal ends it at once (as for API keys).
 import type { DataSource, EntityManager } from "typeorm";
-import type { Role, Scope } from "../../contract/common.js";
+import type { Role } from "../../contract/common.js";
+import { MCP_SCOPES } from "../../contract/oauth.js";
 import { PLAN_COLUMNS, planFromRow, type PlanRow } from "../auth/credentials.js";
 import type { OAuthPrincipal } from "../http/principal.js";
 import { randomToken, sha256 } from "../secrets.js";
@@ -13,8 +14,13 @@ export const REFRESH_TOKEN_PREFIX = "svc_mcp_rt_";
 export const ACCESS_TOKEN_TTL_S = 3600;
 export const REFRESH_TOKEN_TTL_S = 30 * 24 * 3600;
 
-/** The scopes the tool endpoint knows; the consent page approves a subset of them. */
-export const MCP_SCOPES = ["mcp:read", "mcp:write"] as const satisfies readonly Scope[];
+export { MCP_SCOPES };
+
+/** What each scope lets a client do, as the consent page says it. */
+export const MCP_SCOPE_TEXT: Record<(typeof MCP_SCOPES)[number], string> = {
+  "mcp:read": "See the workspace's connections, message statuses (never their content), schedules, usage and webhook deliveries",
+  "mcp:write": "Send messages, cancel messages, and pause, resume or cancel schedules (each previewed before it acts)",
+};
 
 export interface IssuedTokens {
   access_token: string;
@@ -37,7 +43,7 @@ export async function issueTokens(em: EntityManager, grantId: string, scopes: re
 }
 
 /** What the approving member's current role still allows of the approved scopes. */
-export function cappedScopes(approved: readonly string[], role: Role): Scope[] {
+export function cappedScopes(approved: readonly string[], role: Role): (typeof MCP_SCOPES)[number][] {
   const permission = PERMISSIONS[role];
   if (!permission.approveOAuth) return [];
   return MCP_SCOPES.filter((s) => approved.includes(s) && permission.grantableScopes.includes(s));

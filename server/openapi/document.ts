@@ -73,7 +73,7 @@ const RATE_LIMIT_HEADERS = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit
 const HEADERS: Record<string, HeaderObject> = {
   "X-Request-Id": { description: "Identifier of this request, also in every problem's `request_id`", schema: { type: "string" }, example: "req_01JD3Q8W2Z6K9V5N1R4T7Y0B2C" },
   "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 0 }, example: 12 },
-  "RateLimit-Limit": { description: "Requests this API key may make in the current window", schema: { type: "integer", minimum: 0 }, example: 600 },
+  "RateLimit-Limit": { description: "Requests this credential (an API key, or a member's dashboard session on a key's route) may make in the current window", schema: { type: "integer", minimum: 0 }, example: 600 },
   "RateLimit-Remaining": { description: "Requests left in the current window", schema: { type: "integer", minimum: 0 }, example: 599 },
   "RateLimit-Reset": { description: "Seconds until the window resets", schema: { type: "integer", minimum: 0 }, example: 60 },
   "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier send with the same Idempotency-Key", schema: { type: "string", enum: ["true"] }, example: "true" },
@@ -101,12 +101,8 @@ const STATUS_DESCRIPTIONS: Record<number, string> = {
   409: "Conflict with the current state of the resource",
   422: "Idempotency-Key reused with a different body",
   429: "Rate limit or quota exceeded; retry after `Retry-After` seconds",
-  501: "Not implemented yet (the request was valid)",
   503: "No transport configured",
 };
-
-const NOT_IMPLEMENTED =
-  "**Not implemented yet:** this operation validates the request (credentials, scope, body), then answers 501 `not_implemented`.";
 
 // Headers particular to one operation's response, keyed by operationId and status.
 const EXTRA_HEADERS: Record<string, Record<number, Record<string, HeaderObject | ReferenceObject>>> = {
@@ -222,9 +218,8 @@ function mapOperation(generated: { operationId?: string }, route: AppRoute, seen
   const requestBody = requestBodyOf(route, schemas);
   // Without a description of its own an operation repeats its summary; test/openapi.test.ts
   // refuses that, so a new route gets one (on the route, or in descriptions.ts).
-  const description = [route.description ?? OPERATION_DESCRIPTIONS[operationId] ?? route.summary, meta.notImplemented ? NOT_IMPLEMENTED : undefined].filter(Boolean).join("\n\n");
+  const description = route.description ?? OPERATION_DESCRIPTIONS[operationId] ?? route.summary;
   const responses = responsesOf(route, meta, operationId, schemas);
-  if (meta.notImplemented && !responses["501"]) throw new Error(`${route.method} ${route.path}: notImplemented but no 501 response`);
   return {
     operationId,
     summary: route.summary,
@@ -236,7 +231,6 @@ function mapOperation(generated: { operationId?: string }, route: AppRoute, seen
     security: securityOf(meta.security),
     ...(scope ? { "x-required-scope": scope } : {}),
     ...(meta.feature ? { "x-plan-feature": meta.feature } : {}),
-    ...(meta.notImplemented ? { "x-not-implemented": true } : {}),
   };
 }
 

@@ -55,6 +55,8 @@ const BY_NAME: Record<string, unknown> = {
   grantId: "grt_" + ULID,
   deliveryId: "del_" + ULID,
   request_id: "req_" + ULID,
+  at: NOW,
+  local: "2026-01-15T10:30:00+01:00",
 };
 
 /** The identifier prefix of each resource (server/ids.ts), for its `id` field. */

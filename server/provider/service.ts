@@ -15,11 +15,22 @@ export interface ProviderAck {
   accepted: boolean;
 }
 
+/** An AI run that inbound messages made due (server/ai/runs.ts): its debounce row is committed. */
+export interface AiRunDue {
+  connectionId: string;
+  contact: string;
+  dueAt: Date;
+}
+
 // The one rule for which connection a callback path names ($1 the token's digest, $2 the provider).
 const CALLBACK_CONNECTION = `callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL`;
 
 export class ProviderCallbackService {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    /** Called after the commit with the AI runs the callback made due (their jobs are created there). */
+    private readonly onAiDue: (due: AiRunDue[]) => Promise<void> = async () => undefined,
+  ) {}
 
   /** Whether a callback path names a live connection: asked before its body is read. */
   async knows(providerName: string, token: string): Promise<boolean> {
@@ -33,7 +44,8 @@ export class ProviderCallbackService {
    */
   async handle(providerName: string, token: string, body: ProviderCallbackBody): Promise<ProviderAck> {
     const events = "events" in body ? body.events : [body];
-    return this.db.transaction(async (em) => {
+    const aiDue: AiRunDue[] = [];
+    const ack = await this.db.transaction(async (em) => {
       // One round trip: the connection and the dedupe rows. State reports lock the connection so
       // that they and user operations on it apply one at a time. Message reports only read it:
       // a lock there would queue every report of a number behind the others.
@@ -61,10 +73,13 @@ export class ProviderCallbackService {
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
-        else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
+        else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event, aiDue))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };
     });
+    // Committed: the debounce rows exist, so a job lost here is found by the sweep (jobs/ai-run.ts).
+    if (aiDue.length) await this.onAiDue(aiDue);
+    return ack;
   }
 
   private async connectionState(em: EntityManager, connection: Connection, event: ConnectionStateEvent): Promise<ProviderAck> {
@@ -79,8 +94,9 @@ export class ProviderCallbackService {
   }
 
   /** An inbound message (server/messages/store/reports.ts). */
-  private async inbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<ProviderAck> {
-    await recordInbound(em, connection, event);
+  private async inbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDue: AiRunDue[]): Promise<ProviderAck> {
+    const { message, aiDueAt } = await recordInbound(em, connection, event);
+    if (aiDueAt && message.sender) aiDue.push({ connectionId: connection.id, contact: message.sender, dueAt: aiDueAt });
     return { accepted: true };
   }
 }

@@ -12,6 +12,11 @@ export function schedulesRouter(ctx: AppContext) {
     create: async ({ body, res }) => {
       return { status: 201, body: scheduleView(await schedules.create(principalOf(res), body)) };
     },
+    preview: async ({ body, res }) => {
+      // Like its siblings, for a member of a workspace (the answer itself depends on nothing of it).
+      principalOf(res);
+      return { status: 200, body: schedules.preview(body) };
+    },
     list: async ({ query, res }) => {
       return { status: 200, body: { data: (await schedules.list(principalOf(res).workspaceId, query.status)).map(scheduleView) } };
     },

@@ -12,6 +12,8 @@
 //   that day; -1 is the last day of every month.
 // - The first run is the first occurrence at or after max(starts_at, now); occurrences after
 //   ends_at (inclusive bound) never fire; max_occurrences fires then the schedule completes.
+// - No run is after LAST_RUN_AT (9999-12-31T23:59:59Z): later instants have no RFC 3339 form
+//   (toISOString writes "+010000-…"), so such a run counts as "never", like one after ends_at.
 import { IANAZone } from "luxon";
 import type { Recurrence } from "../../contract/schedules.js";
 import { isValidTimeZone } from "../time-zones.js";
@@ -25,6 +27,8 @@ const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 /** Enough local days for every valid rule to recur (day 31 recurs within 62 days, -1 within 31). */
 const MAX_DAYS_SCANNED = 4 * 366 + 62;
+/** The last instant a run may have: the end of year 9999, the last one RFC 3339 can write. */
+export const LAST_RUN_AT = new Date("9999-12-31T23:59:59Z");
 
 /** Outcome of a fire or a resume: when the schedule runs next, or that it has completed. */
 export interface Progress {
@@ -87,7 +91,7 @@ export function nextOccurrence(rule: Recurrence, timeZone: string, after: Date):
 /**
  * The first run of a new schedule: the first occurrence at or after max(startsAt, now) (a
  * starts_at in the past behaves like now). Null when the schedule would never fire — startsAt is
- * not before endsAt, or the first occurrence is after endsAt; the caller answers 400.
+ * not before endsAt, or the first occurrence is after endsAt or LAST_RUN_AT; the caller answers 400.
  */
 export function firstRun({ rule, timeZone, startsAt, endsAt, now }: FirstRunInput): Date | null {
   const nowMs = instantMs(now, "now");
@@ -95,13 +99,13 @@ export function firstRun({ rule, timeZone, startsAt, endsAt, now }: FirstRunInpu
   const endMs = endsAt ? instantMs(endsAt, "endsAt") : undefined;
   if (endMs !== undefined && startMs >= endMs) return null;
   const first = occurrenceAtOrAfter(rule, timeZone, new Date(Math.max(startMs, nowMs)));
-  return endMs !== undefined && first.getTime() > endMs ? null : first;
+  return bounded(first, endsAt).nextRunAt;
 }
 
 /**
  * After a fire: the next occurrence strictly after max(firedAt, now), so a schedule that fell
  * behind fires once and drops the backlog. Completed once `occurrences` reaches `maxOccurrences`
- * or the next occurrence is after `endsAt`.
+ * or the next occurrence is after `endsAt` or LAST_RUN_AT.
  */
 export function advance({ rule, timeZone, firedAt, now, endsAt, maxOccurrences, occurrences }: AdvanceInput): Progress {
   const base = Math.max(instantMs(firedAt, "firedAt"), instantMs(now, "now"));
@@ -119,8 +123,36 @@ export function resumeFrom({ rule, timeZone, now, startsAt, endsAt }: ResumeInpu
   return bounded(occurrenceAtOrAfter(rule, timeZone, new Date(from)), endsAt);
 }
 
+export interface UpcomingInput {
+  rule: Recurrence;
+  timeZone: string;
+  startsAt?: Date | null;
+  endsAt?: Date | null;
+  maxOccurrences?: number | null;
+  now: Date;
+  /** How many runs to list at most. */
+  count: number;
+}
+
+/**
+ * The runs a new schedule would make, in order, at most `count`: its first run, then each run the
+ * scheduler's advance() gives after firing the previous one on time. Fewer when ends_at or
+ * max_occurrences ends it sooner; empty when it would never fire.
+ */
+export function upcomingRuns({ rule, timeZone, startsAt, endsAt, maxOccurrences, now, count }: UpcomingInput): Date[] {
+  const runs: Date[] = [];
+  let next = firstRun({ rule, timeZone, startsAt, endsAt, now });
+  while (next && runs.length < count) {
+    runs.push(next);
+    next = advance({ rule, timeZone, firedAt: next, now, endsAt, maxOccurrences, occurrences: runs.length }).nextRunAt;
+  }
+  return runs;
+}
+
+/** `next`, or completed when it is after `endsAt` (inclusive bound) or after LAST_RUN_AT. */
 function bounded(next: Date, endsAt: Date | null | undefined): Progress {
-  if (endsAt && next.getTime() > instantMs(endsAt, "endsAt")) return { nextRunAt: null, completed: true };
+  const last = endsAt ? Math.min(instantMs(endsAt, "endsAt"), LAST_RUN_AT.getTime()) : LAST_RUN_AT.getTime();
+  if (next.getTime() > last) return { nextRunAt: null, completed: true };
   return { nextRunAt: next, completed: false };
 }
 

@@ -2,10 +2,15 @@
 // of allowed moves. Firing lives in firing.ts; the recurrence maths in recurrence.ts. Every write
 // of a schedule's state happens under its row lock, so a pause, a resume or a cancel and a
 // concurrent fire are serialized (the fire claims with SKIP LOCKED and simply moves on).
+import { DateTime } from "luxon";
 import type { DataSource, EntityManager } from "typeorm";
+import { allowedFrom, nextStatus } from "../../contract/schedules.js";
 import {
+  PREVIEW_RUNS,
   SendMessageBody,
   type CreateScheduleBody,
+  type PreviewScheduleBody,
+  type SchedulePreview,
   type Schedule as ScheduleView,
   type ScheduleStatus,
 } from "../../contract/index.js";
@@ -16,28 +21,10 @@ import type { Principal } from "../http/principal.js";
 import { newId } from "../ids.js";
 import type { MessageSender } from "../messages/send.js";
 import { Schedule } from "./entities.js";
-import { firstRun, isValidTimeZone, resumeFrom, type Progress } from "./recurrence.js";
+import { firstRun, isValidTimeZone, resumeFrom, upcomingRuns, type Progress } from "./recurrence.js";
 
-/** What can happen to a schedule: the user's operations, and `complete` (the system's, on a fire or resume). */
-export type ScheduleAction = "pause" | "resume" | "cancel" | "complete";
-
-// A missing entry means the action is refused from that state (409 invalid_state for user operations).
-const MOVES: Record<ScheduleAction, Partial<Record<ScheduleStatus, ScheduleStatus>>> = {
-  pause: { active: "paused" },
-  resume: { paused: "active" },
-  cancel: { active: "canceled", paused: "canceled" },
-  complete: { active: "completed" },
-};
-
-/** The status after `action`, or null when it is not allowed from `from`. */
-export function nextStatus(action: ScheduleAction, from: ScheduleStatus): ScheduleStatus | null {
-  return MOVES[action][from] ?? null;
-}
-
-/** States `action` accepts (for error messages). */
-export function allowedFrom(action: ScheduleAction): ScheduleStatus[] {
-  return Object.keys(MOVES[action]) as ScheduleStatus[];
-}
+// The lifecycle table lives in the contract, where the dashboard reads it to offer only allowed moves.
+export { allowedFrom, nextStatus, type ScheduleAction } from "../../contract/schedules.js";
 
 /** Send rules that depend on the moment of sending, checked at each fire rather than at creation. */
 const CHECKED_AT_FIRE = new Set(["connection_not_ready", "quota_exceeded"]);
@@ -93,6 +80,26 @@ export class ScheduleService {
     };
     await this.db.getRepository(Schedule).insert(schedule as never);
     return schedule;
+  }
+
+  /**
+   * The next runs the timing fields of a create body would give (dashboard preview), refused with
+   * the same 400s as create: an unknown zone, a schedule that would never fire. Writes nothing.
+   */
+  preview(body: PreviewScheduleBody, now = new Date()): SchedulePreview {
+    const zoneError = timezoneError(body.timezone);
+    if (zoneError) throw ApiError.validation([zoneError]);
+    const startsAt = body.starts_at ? new Date(body.starts_at) : null;
+    const endsAt = body.ends_at ? new Date(body.ends_at) : null;
+    const timing = { rule: body.recurrence, timeZone: body.timezone, startsAt, endsAt, now };
+    const runs = upcomingRuns({ ...timing, maxOccurrences: body.max_occurrences ?? null, count: PREVIEW_RUNS });
+    if (runs.length === 0) throw ApiError.validation([neverFires(startsAt, endsAt, now)]);
+    return {
+      runs: runs.map((at) => ({
+        at: at.toISOString(),
+        local: DateTime.fromJSDate(at, { zone: body.timezone }).toFormat(LOCAL_FORMAT),
+      })),
+    };
   }
 
   /** Every schedule of the workspace, newest first. */
@@ -155,7 +162,8 @@ export class ScheduleService {
    */
   private async validMessage(principal: Principal, message: Record<string, unknown>, timezone: string): Promise<SendMessageBody> {
     const errors: FieldError[] = [];
-    if (!isValidTimeZone(timezone)) errors.push({ path: "body.timezone", message: "must be a known IANA time zone name, such as Europe/Berlin" });
+    const zoneError = timezoneError(timezone);
+    if (zoneError) errors.push(zoneError);
     if ("send_at" in message) errors.push({ path: "body.message.send_at", message: "is not allowed: the recurrence decides when the message is sent" });
     const parsed = SendMessageBody.safeParse(message);
     if (!parsed.success) errors.push(...zodFieldErrors(parsed.error, "body.message"));
@@ -210,10 +218,18 @@ export async function connectionOf(em: EntityManager, s: Schedule): Promise<Conn
     .getOne();
 }
 
+/** A run's wall-clock time with the zone's offset at that moment, always numeric (`+00:00`, never `Z`). */
+const LOCAL_FORMAT = "yyyy-MM-dd'T'HH:mm:ssZZ";
+
+/** Create's and preview's refusal of a zone name the time zone database does not know. */
+function timezoneError(timezone: string): FieldError | null {
+  return isValidTimeZone(timezone) ? null : { path: "body.timezone", message: "must be a known IANA time zone name, such as Europe/Berlin" };
+}
+
 function neverFires(startsAt: Date | null, endsAt: Date | null, now: Date): FieldError {
   if (startsAt && endsAt && startsAt >= endsAt) return { path: "body.ends_at", message: "must be after starts_at: the schedule would never fire" };
   if (endsAt && endsAt <= now) return { path: "body.ends_at", message: "is in the past: the schedule would never fire" };
-  return { path: "body.recurrence", message: "has no occurrence between the start and ends_at: the schedule would never fire" };
+  return { path: "body.recurrence", message: "has no occurrence between the start and ends_at (or 9999-12-31T23:59:59Z): the schedule would never fire" };
 }
 
 function iso(d: Date | null): string | null {

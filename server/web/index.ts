@@ -3,11 +3,15 @@
 import express, { Router, type Request } from "express";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { CONSENT_PAGE_PATH } from "../../contract/oauth.js";
 import type { Config } from "../config.js";
 import { webDistDir } from "./build.js";
 
-/** Paths that are never the dashboard's: the API, the operational and discovery routes, the sandbox. */
-const NOT_THE_PAGE = /^\/(v1|\.well-known|sandbox|oauth|mcp|healthz|readyz|metrics)(\/|$)/;
+/**
+ * Paths that are never the dashboard's: the API, the operational and discovery routes, the
+ * sandbox, and /oauth but for the consent page the authorization endpoint sends members to.
+ */
+const NOT_THE_PAGE = /^\/(v1|\.well-known|sandbox|oauth(?!\/consent$)|mcp|healthz|readyz|metrics)(\/|$)/;
 
 export function contentSecurityPolicy(config: Pick<Config, "baseUrl" | "webUrl">): string {
   const api = new URL(config.baseUrl).origin;
@@ -46,6 +50,13 @@ export function webRouter(config: Pick<Config, "baseUrl" | "webUrl">, dist = web
   router.get(/.*/, (req, res, next) => {
     if (!wantsPage(req)) return next();
     res.setHeader("Cache-Control", "no-cache");
+    if (req.path === CONSENT_PAGE_PATH) {
+      // Its address carries a pending authorization: never stored, never sent on, never framed
+      // (frame-ancestors 'none' above, and the older header for older browsers).
+      res.setHeader("Cache-Control", "no-store");
+      res.setHeader("Referrer-Policy", "no-referrer");
+      res.setHeader("X-Frame-Options", "DENY");
+    }
     res.sendFile(index);
   });
   return router;

@@ -68,3 +68,11 @@ export function cspViolations(page: Page): string[] {
   });
   return seen;
 }
+
+/** A browser with one page in a narrow context (as a client at `clientAddress`), and the CSP violations that page reports. */
+export async function openNarrowPage(clientAddress: string): Promise<{ browser: Browser; context: BrowserContext; page: Page; csp: string[] }> {
+  const browser = await launchBrowser();
+  const context = await narrowContext(browser, clientAddress);
+  const page = await context.newPage();
+  return { browser, context, page, csp: cspViolations(page) };
+}

@@ -1,7 +1,10 @@
-// The browser's part of the authorization flow, done over HTTP the way a browser does it: follow
-// authorize to the consent page, read its form, post the member's decision.
+// The dashboard's part of the authorization flow, done over HTTP the way its consent page does it:
+// follow authorize to the page's address, read the pending request from the consent API, post the
+// member's decision as JSON and take the address it answers.
 import { createHash, randomBytes } from "node:crypto";
+import { CONSENT_PAGE_PATH } from "../../contract/oauth.js";
 import { testEnv } from "../setup.js";
+import { http } from "./actors.js";
 
 export function webUrl(): string {
   return testEnv().gateway.ctx.config.webUrl;
@@ -11,42 +14,45 @@ export function toolResource(): string {
   return `${webUrl()}/v1/mcp`;
 }
 
-export interface ConsentPage {
-  status: number;
-  html: string;
-  request: string;
-  csrf: string;
-  headers: Headers;
-}
-
-/** Follows an authorization URL to the consent page as the member with `cookie`. */
-export async function openConsent(authorizationUrl: string, cookie: string): Promise<ConsentPage> {
+/** Follows an authorization URL to the dashboard's consent page; answers the sealed request it carries. */
+export async function sealedRequest(authorizationUrl: string): Promise<string> {
   const authorize = await fetch(authorizationUrl, { redirect: "manual" });
   if (authorize.status !== 302) throw new Error(`authorize answered ${authorize.status}: ${await authorize.text()}`);
-  const consentUrl = new URL(authorize.headers.get("location")!, authorizationUrl);
-  const res = await fetch(consentUrl, { headers: { cookie }, redirect: "manual" });
-  const html = await res.text();
-  const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? "";
-  return { status: res.status, html, request: field("request"), csrf: field("csrf"), headers: res.headers };
+  const page = new URL(authorize.headers.get("location")!, authorizationUrl);
+  if (page.origin + page.pathname !== webUrl() + CONSENT_PAGE_PATH) throw new Error(`authorize redirected to ${page.href}`);
+  return page.searchParams.get("request") ?? "";
 }
 
-/** Posts the consent form; returns where it redirects (the client's redirect URI with code or error). */
-export async function decide(page: Pick<ConsentPage, "request" | "csrf">, cookie: string, decision: "approve" | "deny", extraHeaders: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${webUrl()}/oauth/consent`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", ...extraHeaders },
-    body: new URLSearchParams({ request: page.request, csrf: page.csrf, decision }).toString(),
-  });
+export interface ConsentPage {
+  status: number;
+  /** The sealed authorization request, as the page's address carries it. */
+  request: string;
+  json: Record<string, unknown> & { code?: string };
+}
+
+/** What the consent page shows the member with `cookie`: GET /v1/oauth/consent. */
+export async function readConsent(request: string, cookie: string): Promise<ConsentPage> {
+  const res = await http("GET", `/v1/oauth/consent?request=${encodeURIComponent(request)}`, { headers: { cookie } });
+  return { status: res.status, request, json: res.json };
+}
+
+/** Follows an authorization URL to the consent page and reads it as the member with `cookie`. */
+export async function openConsent(authorizationUrl: string, cookie: string): Promise<ConsentPage> {
+  return readConsent(await sealedRequest(authorizationUrl), cookie);
+}
+
+/** Posts the member's decision as the page does; `redirect_to` is where the page then navigates. */
+export async function decide(page: Pick<ConsentPage, "request">, cookie: string, decision: "approve" | "deny", extraHeaders: Record<string, string> = {}) {
+  return http("POST", "/v1/oauth/consent", { headers: { cookie, ...extraHeaders }, body: { request: page.request, decision } });
 }
 
 /** Approves as the member and answers the redirect's query parameters. */
 export async function consent(authorizationUrl: string, cookie: string): Promise<URLSearchParams> {
   const page = await openConsent(authorizationUrl, cookie);
-  if (page.status !== 200) throw new Error(`consent page answered ${page.status}`);
+  if (page.status !== 200) throw new Error(`consent request answered ${page.status}: ${JSON.stringify(page.json)}`);
   const res = await decide(page, cookie, "approve");
-  if (res.status !== 303) throw new Error(`consent answered ${res.status}: ${await res.text()}`);
-  return new URL(res.headers.get("location")!).searchParams;
+  if (res.status !== 200) throw new Error(`consent answered ${res.status}: ${res.text}`);
+  return new URL(res.json.redirect_to as string).searchParams;
 }
 
 export interface Pkce {

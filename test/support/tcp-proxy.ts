@@ -1,12 +1,15 @@
 // A TCP proxy a test controls, to take a dependency away for real: cut() closes the listening
 // socket and destroys every connection through it (the peer sees a reset, new connections are
 // refused, as when a database server or its host goes down); restore() listens again on the
-// same port, as when it comes back.
+// same port, as when it comes back. loseAnswerTo() cuts one connection at the worst moment for a
+// write: its statement reaches the server and completes there, and its answer never arrives.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  /** Armed by loseAnswerTo: the statement whose answer the next connection sending it loses. */
+  private trap: { marker: Buffer; sprung: () => void } | null = null;
   /** The port the proxy listens on; fixed at the first listen so clients keep their URL. */
   port = 0;
 
@@ -48,8 +51,42 @@ export class TcpProxy {
       };
       client.on("error", drop).on("close", drop);
       upstream.on("error", drop).on("close", drop);
-      client.pipe(upstream);
-      upstream.pipe(client);
+      // PostgreSQL's wire protocol, watched for the armed trap: once this connection sends the
+      // marked statement, the server's messages are read (each a type byte and a length that
+      // counts itself) and kept from the client up to ReadyForQuery ('Z'), by which the statement
+      // has completed and, outside a transaction, committed; then the connection is reset.
+      let tail = Buffer.alloc(0);
+      let held: Buffer | null = null;
+      client.on("data", (chunk: Buffer) => {
+        const trap = this.trap;
+        if (trap && held === null) {
+          const seen = Buffer.concat([tail, chunk]);
+          if (seen.includes(trap.marker)) {
+            this.trap = null;
+            held = Buffer.alloc(0);
+            const sprung = trap.sprung;
+            upstream.on("data", () => {
+              for (let at = 0; held!.length - at >= 5; ) {
+                const end = at + 1 + held!.readUInt32BE(at + 1);
+                if (end > held!.length) break;
+                if (held![at] === 0x5a) {
+                  client.resetAndDestroy();
+                  drop();
+                  sprung();
+                  return;
+                }
+                at = end;
+              }
+            });
+          }
+          tail = seen.subarray(Math.max(0, seen.length - trap.marker.length));
+        }
+        upstream.write(chunk);
+      });
+      upstream.on("data", (chunk: Buffer) => {
+        if (held === null) client.write(chunk);
+        else held = Buffer.concat([held, chunk]);
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -57,6 +94,17 @@ export class TcpProxy {
     });
     this.port = (server.address() as { port: number }).port;
     this.server = server;
+  }
+
+  /**
+   * Arms a trap for the next statement whose messages carry `marker` (a prepared statement's name,
+   * or text of its SQL): it reaches the server and runs, and its connection is reset once the
+   * server has answered, the answer withheld. Resolves when that has happened.
+   */
+  loseAnswerTo(marker: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.trap = { marker: Buffer.from(marker), sprung: resolve };
+    });
   }
 
   /** Refuses new connections and resets every open one. */

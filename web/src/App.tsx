@@ -13,6 +13,10 @@ import { Webhooks } from "./pages/Webhooks";
 import { AcceptInvitation, Team } from "./pages/Team";
 import { McpClients } from "./pages/McpClients";
 import { Events } from "./pages/Events";
+import { Consent } from "./pages/Consent";
+import { CONSENT_PAGE_PATH } from "@svc/sdk/contract";
+import { Schedules } from "./pages/Schedules";
+import { Ai } from "./pages/Ai";
 
 /** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */
 const ACCEPT_PATH = "/invitations/accept";
@@ -21,11 +25,13 @@ const NAV = [
   { to: "/", label: "Overview" },
   { to: "/connections", label: "Connections" },
   { to: "/messages", label: "Messages" },
+  { to: "/schedules", label: "Schedules" },
   { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
   { to: "/team", label: "Team" },
   { to: "/mcp-clients", label: "MCP clients" },
   { to: "/events", label: "Events" },
+  { to: "/ai", label: "AI" },
 ] as const;
 
 export function App() {
@@ -59,17 +65,21 @@ export function App() {
       <main>
         {pathname === ACCEPT_PATH ? (
           <AcceptInvitation />
+        ) : pathname === CONSENT_PAGE_PATH ? (
+          <Consent workspace={workspace?.name ?? null} email={user.email} />
         ) : workspace && role ? (
           <Routes>
             <Route path="/" element={<Overview />} />
             <Route path="/connections" element={<Connections role={role} />} />
             <Route path="/messages" element={<Messages />} />
             <Route path="/messages/:id" element={<MessageDetail />} />
+            <Route path="/schedules" element={<Schedules role={role} />} />
             <Route path="/webhooks" element={<Webhooks role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />
             <Route path="/team" element={<Team userId={user.id} />} />
             <Route path="/mcp-clients" element={<McpClients />} />
             <Route path="/events" element={<Events />} />
+            <Route path="/ai/*" element={<Ai role={role} />} />
             <Route path="*" element={<Navigate to="/" replace />} />
           </Routes>
         ) : (

@@ -1,7 +1,7 @@
 // Bodies of the sandbox control API (/sandbox/v1). Not part of the public contract: the sandbox
 // exists only outside production, for development and tests. Strict like every body we accept.
 import { z } from "zod";
-import { Location, Media } from "../../../contract/index.js";
+import { hasContent, Location, Media } from "../../../contract/index.js";
 
 const Phone = z.string().min(5).max(40);
 
@@ -24,8 +24,8 @@ export const InboundBody = z
     group: Phone.optional().describe("The group the message was posted in"),
   })
   .strict()
-  .refine((b) => b.body !== undefined || b.media !== undefined || b.location !== undefined, {
-    message: "an inbound message needs a body, media or location",
+  .refine(hasContent, {
+    message: "an inbound message needs a body (1-4096 characters), media or location",
   });
 export type InboundBody = z.infer<typeof InboundBody>;
 
@@ -41,8 +41,8 @@ export const PhoneSendBody = z
   })
   .strict()
   .refine((b) => (b.to === undefined) !== (b.group === undefined), { message: "a phone-send needs exactly one of to or group" })
-  .refine((b) => b.body !== undefined || b.media !== undefined || b.location !== undefined, {
-    message: "a phone-send needs a body, media or location",
+  .refine(hasContent, {
+    message: "a phone-send needs a body (1-4096 characters), media or location",
   });
 export type PhoneSendBody = z.infer<typeof PhoneSendBody>;
 

@@ -7,6 +7,7 @@ import type { DataSource, EntityManager } from "typeorm";
 import type { MessageStatus, SendMessageBody, Message as MessageView } from "../../../contract/index.js";
 import type { Connection } from "../../connections/entities.js";
 import { prepared } from "../../db/prepared.js";
+import { rows } from "../../db/rows.js";
 import { buildEvent, EVENT_INSERT_COLUMNS } from "../../events/record.js";
 import type { DomainEvent } from "../../events/entities.js";
 import { RETENTION_HOURS } from "../../http/idempotency.js";
@@ -229,6 +230,25 @@ export async function writeSends(db: DataSource, inputs: SendInput[]): Promise<S
     return row;
   });
 }
+
+/**
+ * The sends of `inputs` whose messages are already written, by id: a statement whose answer was
+ * lost (the connection dropped after the server ran it) may have committed. Each is answered as
+ * that statement would have answered it, accepted, from the row it wrote. Its own id, written only
+ * by its own statement, is the proof: a send's id is new with each request.
+ */
+export async function writtenSends(db: DataSource, inputs: SendInput[]): Promise<Map<string, SendOutcome>> {
+  const found = await rows<{ id: string; connection_id: string; sender: string | null }>(db, WRITTEN_SQL, [inputs.map((i) => i.id), inputs.map((i) => i.workspaceId)]);
+  return new Map(
+    found.map((m) => [
+      m.id,
+      { taken: true, accepted: true, prior_blocks: false, prior_fingerprint: null, prior_status: null, prior_body: null, used: 0, c_id: m.connection_id, c_state: null, c_phone: m.sender },
+    ]),
+  );
+}
+
+const WRITTEN_SQL = `SELECT m.id, m.connection_id, m.sender
+    FROM unnest($1::text[], $2::text[]) AS x(id, workspace_id) JOIN messages m ON m.id = x.id AND m.workspace_id = x.workspace_id`;
 
 /** A key's record that a new request may take over: one past retention. */
 const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTION_HOURS} hours')`;

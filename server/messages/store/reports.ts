@@ -2,7 +2,7 @@
 // status.ts's `transition()`), inbound messages, and messages written on the linked phone itself. Both write inside the caller's transaction,
 // next to the callback's dedupe rows.
 import type { EntityManager } from "typeorm";
-import type { InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent } from "../../../contract/index.js";
+import { hasContent, type InboundMessageEvent, type MessageStatusEvent, type PhoneOutboundEvent } from "../../../contract/index.js";
 import type { Connection } from "../../connections/entities.js";
 import { rows } from "../../db/rows.js";
 import type { DomainEvent } from "../../events/entities.js";
@@ -88,11 +88,23 @@ export async function applyReports(em: EntityManager, connection: Connection, re
 }
 
 /**
+ * What recording an inbound message did: the message, and when an AI run became due for its
+ * contact (null: none, or the contact's burst has its run due already: the job that meets it
+ * finds the later due time and waits for it, so a burst costs one job, not one per message).
+ */
+export interface InboundRecorded {
+  message: Message;
+  aiDueAt: Date | null;
+}
+
+/**
  * Stores an inbound message `delivered`: the network has delivered it to our number, which is
  * the furthest an inbound message goes until someone reads it in an app (not ours to know). The
- * message, its timeline entry, its `message.received` event and its usage count: one statement.
+ * message, its timeline entry, its `message.received` event, its usage count and, for a
+ * one-to-one message on a connection whose AI policy is enabled, its AI debounce row
+ * (server/ai/runs.ts): one statement.
  */
-export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<Message> {
+export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<InboundRecorded> {
   const now = new Date();
   const message = reportedMessage(connection, event, now, {
     direction: "inbound",
@@ -106,7 +118,11 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
     { workspaceId: connection.workspaceId, type: "message.received", connection, data: messageView(message, connection.slug, connection.phone) },
     now,
   );
-  await em.query(
+  // Group messages, and messages with nothing to answer (an engine may report an empty body with
+  // no media or location), never start a run: the debounce member is left out for them.
+  const startsAi = event.group === undefined && hasContent(event);
+  const [written] = await rows<{ ai_due_at: Date | null }>(
+    em,
     `WITH m AS (
        INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
                              provider_message_id, created_at, updated_at)
@@ -115,16 +131,32 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
        INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, 'delivered', $11, 'received from the network')
      ), u AS (
        ${usageIncrementSql("inbound", "$2", "$12")}
+     ), a AS (
+       ${startsAi ? AI_DEBOUNCE_SQL : "SELECT NULL::timestamptz AS due_at, false AS created WHERE false"}
      )
-     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)`,
+     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)
+     RETURNING (SELECT due_at FROM a WHERE created) AS ai_due_at`,
     [
       message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
       json(message.media), json(message.location), message.providerMessageId, now, new Date(event.timestamp), usageShard(),
       ...eventParams(received),
     ],
   );
-  return message;
+  return { message, aiDueAt: written?.ai_due_at ?? null };
 }
+
+/**
+ * The AI trigger, a member of recordInbound's statement ($1 message, $2 workspace, $3 connection,
+ * $5 contact): when the connection's policy is enabled, the contact's debounce row is created, or
+ * pushed to 3 s from now when it waits already (a burst is answered once), never past 30 s after
+ * the burst's first message. Answers the due time and whether the row is new (`xmax = 0`: no
+ * earlier version of the row); nothing when AI is off.
+ */
+const AI_DEBOUNCE_SQL = `INSERT INTO ai_debounce (connection_id, contact, workspace_id, message_id, first_at, due_at)
+       SELECT $3, $5, $2, $1, now(), now() + interval '3 seconds' FROM ai_policies WHERE connection_id = $3 AND enabled
+       ON CONFLICT (connection_id, contact) DO UPDATE
+          SET message_id = EXCLUDED.message_id, due_at = LEAST(EXCLUDED.due_at, ai_debounce.first_at + interval '30 seconds')
+       RETURNING due_at, (xmax = 0) AS created`;
 
 /** Marks an outbound message the gateway did not send: written on the linked phone itself. */
 export const PHONE_ORIGIN = { origin: "phone" } as const;

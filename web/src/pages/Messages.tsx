@@ -1,11 +1,13 @@
-// Messages: filters, cursor pages (forward with next_cursor, back through the cursors seen), one
-// message's timeline, and the CSV export of what the filters select.
+// Messages: sending (Compose), filters, cursor pages (forward with next_cursor, back through the
+// cursors seen), one message's timeline, and the CSV export of what the filters select.
 import { useState } from "react";
 import { Link, useParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { MESSAGE_STATUSES, type Message } from "@svc/sdk/contract";
 import { api, expectOk } from "../api";
 import { formatDate, Page, ProblemNote } from "../ui";
+import { Compose } from "./Compose";
+import { PageButtons, useCursorPages } from "../cursor-pages";
 
 type Filters = { connection: string; status: string; direction: string };
 const PAGE_SIZE = 25;
@@ -26,10 +28,8 @@ function filterQuery(f: Filters) {
 
 export function Messages() {
   const [filters, setFilters] = useState<Filters>({ connection: "", status: "", direction: "" });
-  // cursors[i] opens page i; page 0 has none.
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const pageIndex = cursors.length - 1;
-  const cursor = cursors[pageIndex];
+  const pages = useCursorPages();
+  const cursor = pages.cursor;
   const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
   const list = useQuery({
     queryKey: ["messages", filters, cursor],
@@ -37,12 +37,14 @@ export function Messages() {
   });
   const setFilter = (k: keyof Filters, v: string) => {
     setFilters({ ...filters, [k]: v });
-    setCursors([undefined]);
+    pages.reset();
   };
   const exportHref = `/v1/messages/export?${new URLSearchParams(filterQuery(filters)).toString()}`;
 
   return (
     <Page title="Messages">
+      <Compose />
+      <h2>Sent and received</h2>
       <form className="filters" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
         <label htmlFor="f-connection">Connection</label>
         <select id="f-connection" value={filters.connection} onChange={(e) => setFilter("connection", e.target.value)}>
@@ -87,14 +89,7 @@ export function Messages() {
           </li>
         ))}
       </ul>
-      <nav aria-label="Pages" className="actions">
-        <button type="button" disabled={pageIndex === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous page
-        </button>
-        <button type="button" disabled={!list.data?.next_cursor} onClick={() => setCursors([...cursors, list.data!.next_cursor!])}>
-          Next page
-        </button>
-      </nav>
+      <PageButtons pages={pages} nextCursor={list.data?.next_cursor} />
     </Page>
   );
 }

@@ -1,0 +1,79 @@
+// A connection with an AI policy answering through a loopback vendor (test/support/vendors.ts):
+// paired in the sandbox, its credential and policy set over the API the way an operator sets them.
+import { randomBytes } from "node:crypto";
+import type { AiPolicyInput, AiRun } from "../../contract/index.js";
+import { testEnv } from "../setup.js";
+import { http, newWorkspace, type Client, type TestWorkspace } from "./actors.js";
+import { pairConnection, sandbox, uniquePhone } from "./sandbox.js";
+import type { VendorServer } from "./vendors.js";
+import { waitFor } from "./wait.js";
+
+export interface AiConnection {
+  ws: TestWorkspace;
+  client: Client;
+  auth: Record<string, string>;
+  slug: string;
+  connectionId: string;
+  /** The linked number contacts write to. */
+  linked: string;
+  credentialId: string;
+  setPolicy(changes?: Partial<AiPolicyInput>): Promise<void>;
+  /** A contact writes to the linked number (POST /sandbox/v1/inbound). */
+  inbound(from: string, body: string | { body?: string; media?: unknown; location?: unknown; group?: string }): Promise<string>;
+  /** The connection's runs, newest first (GET /v1/ai/runs?connection=). */
+  runs(): Promise<AiRun[]>;
+  /** Waits until the connection has `n` runs; answers them newest first. */
+  waitRuns(n: number, timeoutMs?: number): Promise<AiRun[]>;
+}
+
+export const SYSTEM = "You answer for Example Shop. Be brief.";
+
+export async function aiConnection(vendor: VendorServer, provider: "vendorone_compatible" | "vendortwo", policy: Partial<AiPolicyInput> = {}): Promise<AiConnection> {
+  const ws = await newWorkspace("pro");
+  const issued = await ws.key(["ai:read", "ai:write", "messages:read", "messages:write", "connections:read", "connections:write", "webhooks:read", "webhooks:write"]);
+  const auth = { authorization: `Bearer ${issued.key}` };
+  const slug = `ai-${randomBytes(4).toString("hex")}`;
+  const linked = uniquePhone("+1552");
+  await pairConnection(issued.client, slug, linked);
+  const credential = await http("POST", "/v1/ai/credentials", { headers: auth, body: { provider, label: "loopback", api_key: `sk-loopback-${randomBytes(8).toString("hex")}`, base_url: vendor.url } });
+  if (credential.status !== 201) throw new Error(`credential: ${credential.status} ${credential.text}`);
+  const [row] = (await testEnv().gateway.ctx.db.query(`SELECT id FROM connections WHERE slug = $1 AND workspace_id = $2 AND deleted_at IS NULL`, [slug, ws.id])) as { id: string }[];
+  const base: AiPolicyInput = { credential_id: credential.json.id as string, enabled: true, mode: "auto", model: "test-model", system_instruction: SYSTEM, ...policy };
+  const t: AiConnection = {
+    ws,
+    client: issued.client,
+    auth,
+    slug,
+    connectionId: row!.id,
+    linked,
+    credentialId: credential.json.id as string,
+    async setPolicy(changes = {}) {
+      const res = await http("PUT", `/v1/ai/policies/${slug}`, { headers: auth, body: { ...base, ...changes } });
+      if (res.status !== 200) throw new Error(`policy: ${res.status} ${res.text}`);
+    },
+    async inbound(from, body) {
+      const content = typeof body === "string" ? { body } : body;
+      const res = await sandbox("POST", "/inbound", { to: linked, from, ...content });
+      if (res.status !== 202) throw new Error(`inbound: ${res.status} ${JSON.stringify(res.json)}`);
+      return res.json.provider_message_id as string;
+    },
+    async runs() {
+      const res = await http("GET", `/v1/ai/runs?connection=${slug}&limit=100`, { headers: auth });
+      if (res.status !== 200) throw new Error(`runs: ${res.status} ${res.text}`);
+      return res.json.data as AiRun[];
+    },
+    waitRuns(n, timeoutMs = 20_000) {
+      return waitFor(() => t.runs(), (r) => r.length >= n, timeoutMs, 100);
+    },
+  };
+  await t.setPolicy();
+  return t;
+}
+
+/** What the sandbox contact `to` has received (GET /sandbox/v1/received). */
+export async function received(to: string): Promise<{ body: string | null; message_id: string; delivered_at: string }[]> {
+  const res = await sandbox("GET", `/received?to=${encodeURIComponent(to)}`);
+  return (res.json.data ?? []) as { body: string | null; message_id: string; delivered_at: string }[];
+}
+
+export { uniquePhone };
