@@ -654,8 +654,14 @@ describe("AI runs", function () {
       const t = await aiConnection(one, "vendorone_compatible", { system_instruction: "SYSTEM-MARKER-7f3a answer briefly" });
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "COMPLETION-MARKER-9c1d" }));
-      gatewayRunner().stop();
-      const child = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8", LOG_LEVEL: "trace" });
+      // The child must be the process that works the run: the test gateway takes no job meanwhile
+      // (a stopped runner's bounced jobs could otherwise stay with the process that bounced them).
+      const agenda = testEnv().gateway.ctx.jobs.agenda;
+      await agenda.stop(false);
+      const child = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8", LOG_LEVEL: "trace" }).catch(async (err: unknown) => {
+        await agenda.start();
+        throw err;
+      });
       try {
         await sandbox("POST", "/inbound", { to: t.linked, from: contact, body: "INBOUND-MARKER-4e2b" }, child.url);
         const [run] = await t.waitRuns(1, 30_000);
@@ -667,6 +673,7 @@ describe("AI runs", function () {
         for (const marker of ["SYSTEM-MARKER-7f3a", "COMPLETION-MARKER-9c1d", "INBOUND-MARKER-4e2b"]) expect(out).to.not.include(marker);
       } finally {
         await child.terminate();
+        await agenda.start();
       }
     });
   });
