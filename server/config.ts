@@ -38,6 +38,8 @@ const Env = z.object({
     .string()
     .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "comma-separated delays in seconds, e.g. 1,5,30")
     .optional(),
+  /** AI debounce: inbound messages of one contact this close together get one run; the product promise is 3 s, lower values are for tests. */
+  AI_DEBOUNCE_MS: z.coerce.number().int().min(100).max(3_000).default(3_000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Express "trust proxy": which hops may set X-Forwarded-For (e.g. `loopback`, `1`). Unset: none. */
   TRUST_PROXY: z.string().min(1).optional(),
@@ -84,6 +86,7 @@ export interface Config {
     /** Retry delays in milliseconds when overridden by WEBHOOK_RETRY_SCHEDULE; else undefined. */
     retryScheduleMs: number[] | undefined;
   };
+  ai: { debounceMs: number };
   logLevel: (typeof LOG_LEVELS)[number];
   apiRateLimitPerMinute: number;
   apiRateLimitBurst: number;
@@ -145,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE?.split(",").map((s) => Math.round(Number(s.trim()) * 1000)),
     },
+    ai: { debounceMs: e.AI_DEBOUNCE_MS },
     logLevel: e.LOG_LEVEL,
     apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
     apiRateLimitBurst: e.API_RATE_LIMIT_BURST ?? Math.ceil((2 * e.API_RATE_LIMIT_PER_MINUTE) / 60),

@@ -69,7 +69,31 @@ export function createDispatcher(deps: Omit<AppContext, "services" | "dispatcher
   return new MessageDispatcher(deps.db, deps.config, deps.engines, deps.logger);
 }
 
-export function createServices(deps: Omit<AppContext, "services">): Services {
+/** One `ai.run` job for a (connection, contact) at `at` (jobs/ai-run.ts). */
+function aiRunScheduler(jobs: JobRunner) {
+  return async (connectionId: string, contact: string, at: Date): Promise<void> => {
+    await jobs.agenda.schedule(at, AI_RUN_JOB, { connection_id: connectionId, contact } satisfies AiRunPayload);
+  };
+}
+
+/**
+ * What engines report, over the HTTP callback route or in process (the Baileys engine): built
+ * before the engines, which report through it, and shared with the services.
+ */
+export function createProviderCallbacks(deps: Pick<AppContext, "db" | "config" | "jobs" | "logger">): ProviderCallbackService {
+  const schedule = aiRunScheduler(deps.jobs);
+  return new ProviderCallbackService(deps.db, {
+    aiDebounceMs: deps.config.ai.debounceMs,
+    // The debounce rows are committed with the inbound messages; a job lost here is found by the sweep.
+    async onAiDue(due) {
+      for (const d of due) {
+        await schedule(d.connectionId, d.contact, d.dueAt).catch((err: unknown) => deps.logger.warn({ err }, "AI run job not created; the sweep will create it"));
+      }
+    },
+  });
+}
+
+export function createServices(deps: Omit<AppContext, "services"> & Pick<Services, "providerCallbacks">): Services {
   const sender = new MessageSender(deps.db);
   const webhookDeliverer = new WebhookDeliverer(deps.db, deps.logger, {
     secretKey: deps.config.secretKey,
@@ -81,9 +105,6 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
       await deps.jobs.agenda.schedule(at, WEBHOOK_RETRY_JOB, { delivery_id: deliveryId } satisfies WebhookRetryPayload);
     },
   });
-  const scheduleAiRun = async (connectionId: string, contact: string, at: Date) => {
-    await deps.jobs.agenda.schedule(at, AI_RUN_JOB, { connection_id: connectionId, contact } satisfies AiRunPayload);
-  };
   const services: Services = {
     sender,
     messageLifecycle: new MessageLifecycle(deps.db, deps.jobs, deps.logger, () => deps.dispatcher.wake()),
@@ -92,12 +113,7 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
     workspaces: new WorkspaceService(deps.db, deps.keyCache),
     connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger),
-    // The debounce rows are committed with the inbound messages; a job lost here is found by the sweep.
-    providerCallbacks: new ProviderCallbackService(deps.db, async (due) => {
-      for (const d of due) {
-        await scheduleAiRun(d.connectionId, d.contact, d.dueAt).catch((err: unknown) => deps.logger.warn({ err }, "AI run job not created; the sweep will create it"));
-      }
-    }),
+    providerCallbacks: deps.providerCallbacks,
     schedules: new ScheduleService(deps.db, sender),
     scheduleFiring: new ScheduleFiring(deps.db, deps.logger),
     webhooks: new WebhookEndpointService(deps.db, {
@@ -111,7 +127,7 @@ export function createServices(deps: Omit<AppContext, "services">): Services {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,
       afterSend: (accepted) => afterAccepted({ services, dispatcher: deps.dispatcher }, accepted, deps.logger),
-      schedule: scheduleAiRun,
+      schedule: aiRunScheduler(deps.jobs),
     }),
   };
   return services;

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { JobRunner } from "../jobs/runner.js";
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
-import { createDispatcher, createServices, type AppContext } from "./context.js";
+import { createDispatcher, createProviderCallbacks, createServices, type AppContext } from "./context.js";
 import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
 import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
@@ -71,11 +71,14 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const engines = new EngineRegistry();
     const db = database.dataSource;
     metrics.countConnectionsWith(() => rows(db, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`));
+    // Engines report through it, so inbound messages start AI runs whatever engine received them.
+    const providerCallbacks = createProviderCallbacks({ db, config, jobs: runner, logger });
     if (config.sandboxEnabled) engines.register(createSandboxEngine({ db, config, logger }));
     // Always registered: a connection keeps the engine it was created with, whatever TRANSPORT says now.
     engines.register(
       new BaileysEngine({
         db,
+        callbacks: providerCallbacks,
         secretKey: config.secretKey,
         logger,
         metrics,
@@ -93,7 +96,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const eventFeed = new EventFeed(database.dataSource);
     const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, eventFeed };
     const base = { ...deps, dispatcher: createDispatcher(deps) };
-    const started: AppContext = { ...base, services: createServices(base) };
+    const started: AppContext = { ...base, services: createServices({ ...base, providerCallbacks }) };
     ctx = started;
     await defineJobs(started);
     // The database may drop (or refuse: too many connections) between opening and here: the first

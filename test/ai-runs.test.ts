@@ -5,7 +5,7 @@
 // Runs that need settings of their own (a short vendor timeout, an empty outbound allow-list) are
 // worked by a second AiRunner on the test gateway's database, with the gateway's own runner
 // standing aside meanwhile (its jobs bounce a second later until it is started again).
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { aiSweepJob } from "../jobs/ai-run.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
@@ -16,7 +16,8 @@ import { createLogger } from "../server/logger.js";
 import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
-import { aiConnection, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
+import { aiConnection, debounceMs, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
+import { liveSocket } from "./support/baileys.js";
 import { startChildGateway } from "./support/child-gateway.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
@@ -59,6 +60,20 @@ async function waitDue(t: AiConnection, contact: string): Promise<void> {
 async function runWith(options: Partial<AiRunnerOptions>, t: AiConnection, contact: string): Promise<void> {
   await waitDue(t, contact);
   await ownRunner(options).runDue(t.connectionId, contact);
+}
+
+/**
+ * Runs `body` while the test gateway works no job at all, so that the child gateways it starts do
+ * (a stopped runner bounces its jobs, and a bounced job may stay with the process that bounced it).
+ */
+async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
+  const agenda = testEnv().gateway.ctx.jobs.agenda;
+  await agenda.stop(false);
+  try {
+    return await body();
+  } finally {
+    await agenda.start();
+  }
 }
 
 /** Inserts finished runs directly (to set up ceilings and pages). */
@@ -187,14 +202,14 @@ describe("AI runs", function () {
       one.reply(() => ({ text: "one answer" }));
       const before = one.requests.length;
       await t.inbound(contact, "first part");
-      await sleep(1_000);
+      await sleep(debounceMs() / 3);
       const second = await t.inbound(contact, "second part");
       const secondId = await inboundId(t, second);
       // The burst's second message pushed the due time and made no job of its own: one job meets the burst.
       const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
       expect(jobs!.n).to.equal(1);
       const [run] = await t.waitRuns(1);
-      await sleep(3_500);
+      await sleep(debounceMs() + 500);
       expect(await t.runs()).to.have.length(1);
       expect(one.requests.length - before).to.equal(1);
       expect(one.requests[before]!.json.messages).to.deep.equal([
@@ -216,7 +231,7 @@ describe("AI runs", function () {
       const downgraded = await aiConnection(one, "vendorone_compatible");
       await testEnv().gateway.ctx.services.workspaces.setPlan(downgraded.ws.id, "free");
       await downgraded.inbound(uniquePhone("+1551"), "plan without AI");
-      await sleep(4_500);
+      await sleep(debounceMs() + 1_500);
       expect(await t.runs()).to.deep.equal([]);
       expect(await off.runs()).to.deep.equal([]);
       expect(await downgraded.runs()).to.deep.equal([]);
@@ -236,7 +251,7 @@ describe("AI runs", function () {
       } finally {
         await sandbox("POST", "/faults", { duplicate_callbacks: false });
       }
-      await sleep(3_500);
+      await sleep(debounceMs() + 500);
       expect(await t.runs()).to.have.length(1);
       expect(one.requests.length - before).to.equal(1);
       expect(await received(contact)).to.have.length(1);
@@ -290,7 +305,9 @@ describe("AI runs", function () {
       const t = await aiConnection(two, "vendortwo");
       const contact = uniquePhone("+1551");
       const before = two.requests.length;
-      // This test's processes work the runs; the test gateway's runner stands aside.
+      // This test's processes work the runs; the test gateway's runner stands aside. (Its job
+      // runner keeps going while the first child lives: a child killed while holding recurring
+      // jobs would keep them locked from the test gateway for their lock's lifetime.)
       gatewayRunner().stop();
       const first = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
       try {
@@ -302,17 +319,19 @@ describe("AI runs", function () {
       // Whatever job was queued for it is gone too: only the debounce row is left.
       await db().query(`DELETE FROM agenda_jobs WHERE name = 'ai.run'`);
       expect(await t.runs()).to.deep.equal([]);
-      const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
-      try {
-        const [run] = await t.waitRuns(1, 30_000);
-        expect(run!.outcome).to.equal("replied");
-        await sleep(1_000);
-        expect(await t.runs()).to.have.length(1);
-        expect(two.requests.length - before).to.equal(1);
-        expect(await received(contact)).to.have.length(1);
-      } finally {
-        await restarted.terminate();
-      }
+      await jobsLeftToChildren(async () => {
+        const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
+        try {
+          const [run] = await t.waitRuns(1, 30_000);
+          expect(run!.outcome).to.equal("replied");
+          await sleep(1_000);
+          expect(await t.runs()).to.have.length(1);
+          expect(two.requests.length - before).to.equal(1);
+          expect(await received(contact)).to.have.length(1);
+        } finally {
+          await restarted.terminate();
+        }
+      });
     });
   });
 
@@ -649,32 +668,50 @@ describe("AI runs", function () {
     });
   });
 
+  describe("on the Baileys engine", () => {
+    it("creates the run's job with the inbound message (not at the next sweep) and replies through the socket", async () => {
+      const t = await aiConnection(one, "vendorone_compatible", {}, { engine: "baileys" });
+      const socket = await liveSocket(t.connectionId, (s) => s.user !== undefined);
+      const contact = uniquePhone("+1551");
+      const jid = `${contact.slice(1)}@s.whatsapp.net`;
+      one.reply(() => ({ text: "answered over Baileys" }));
+      socket.emit("messages.upsert", {
+        type: "notify",
+        messages: [{ key: { id: `IN${randomBytes(8).toString("hex").toUpperCase()}`, remoteJid: jid, fromMe: false }, message: { conversation: "open today?" }, messageTimestamp: Math.floor(Date.now() / 1000) }],
+      });
+      await waitFor(() => db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]) as Promise<unknown[]>, (r) => r.length > 0);
+      const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
+      expect(jobs!.n).to.equal(1);
+      const [run] = await t.waitRuns(1);
+      expect(run!.outcome).to.equal("replied");
+      const sends = await waitFor(
+        async () => socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === jid),
+        (c) => c.length > 0,
+      );
+      expect(sends.map((c) => c.args[1])).to.deep.equal([{ text: "answered over Baileys" }]);
+    });
+  });
+
   describe("logs", () => {
     it("writes no prompt, completion or message body to any log line at any level", async () => {
       const t = await aiConnection(one, "vendorone_compatible", { system_instruction: "SYSTEM-MARKER-7f3a answer briefly" });
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "COMPLETION-MARKER-9c1d" }));
-      // The child must be the process that works the run: the test gateway takes no job meanwhile
-      // (a stopped runner's bounced jobs could otherwise stay with the process that bounced them).
-      const agenda = testEnv().gateway.ctx.jobs.agenda;
-      await agenda.stop(false);
-      const child = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8", LOG_LEVEL: "trace" }).catch(async (err: unknown) => {
-        await agenda.start();
-        throw err;
+      await jobsLeftToChildren(async () => {
+        const child = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8", LOG_LEVEL: "trace" });
+        try {
+          await sandbox("POST", "/inbound", { to: t.linked, from: contact, body: "INBOUND-MARKER-4e2b" }, child.url);
+          const [run] = await t.waitRuns(1, 30_000);
+          expect(run!.outcome).to.equal("replied");
+          await waitFor(() => received(contact), (r) => r.length === 1);
+          await sleep(500);
+          const out = child.output();
+          expect(out).to.include(run!.id);
+          for (const marker of ["SYSTEM-MARKER-7f3a", "COMPLETION-MARKER-9c1d", "INBOUND-MARKER-4e2b"]) expect(out).to.not.include(marker);
+        } finally {
+          await child.terminate();
+        }
       });
-      try {
-        await sandbox("POST", "/inbound", { to: t.linked, from: contact, body: "INBOUND-MARKER-4e2b" }, child.url);
-        const [run] = await t.waitRuns(1, 30_000);
-        expect(run!.outcome).to.equal("replied");
-        await waitFor(() => received(contact), (r) => r.length === 1);
-        await sleep(500);
-        const out = child.output();
-        expect(out).to.include(run!.id);
-        for (const marker of ["SYSTEM-MARKER-7f3a", "COMPLETION-MARKER-9c1d", "INBOUND-MARKER-4e2b"]) expect(out).to.not.include(marker);
-      } finally {
-        await child.terminate();
-        await agenda.start();
-      }
     });
   });
 });

@@ -83,6 +83,15 @@ describe("configuration and logs", () => {
     expect(() => loadConfig({ PORT: "70000", DATA_DIR: testEnv().dataDir })).to.throw(ConfigError, /PORT/);
   });
 
+  it("takes AI_DEBOUNCE_MS from 100 to 3000 ms, 3000 unset", () => {
+    const dir = { DATA_DIR: testEnv().dataDir };
+    expect(loadConfig(dir).ai.debounceMs).to.equal(3_000);
+    expect(loadConfig({ ...dir, AI_DEBOUNCE_MS: "100" }).ai.debounceMs).to.equal(100);
+    expect(loadConfig({ ...dir, AI_DEBOUNCE_MS: "3000" }).ai.debounceMs).to.equal(3_000);
+    expect(() => loadConfig({ ...dir, AI_DEBOUNCE_MS: "99" })).to.throw(ConfigError, /AI_DEBOUNCE_MS/);
+    expect(() => loadConfig({ ...dir, AI_DEBOUNCE_MS: "3001" })).to.throw(ConfigError, /AI_DEBOUNCE_MS/);
+  });
+
   it("redacts credentials from structured logs", () => {
     const lines: string[] = [];
     const sink = new Writable({

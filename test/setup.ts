@@ -82,6 +82,8 @@ export const mochaHooks = {
       OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8",
       WEBHOOK_TIMEOUT_MS: "1500",
       WEBHOOK_RETRY_SCHEDULE: "0.5,0.5,1",
+      // AI runs wait out a shorter debounce than the product's 3 s (test/ai-runs.test.ts).
+      AI_DEBOUNCE_MS: "1500",
       // The Baileys engine's sockets are the stand-in's (test/support/baileys-stand-in.ts).
       BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),

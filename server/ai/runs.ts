@@ -35,8 +35,6 @@ import { decrypt } from "../secrets.js";
 import type { AllowList } from "../webhooks/address-policy.js";
 import { callVendor, VendorError, vendorRequestBody, type VendorRequest } from "./vendor.js";
 
-/** Debounce window: messages of one contact arriving within it are answered by one run. */
-export const AI_DEBOUNCE_MS = 3_000;
 /** How long a contact written to from the linked phone is left to the human. */
 export const HUMAN_ACTIVE_MINUTES = 30;
 /** Runs per minute and connection that may reach the vendor. */

@@ -25,11 +25,17 @@ export interface AiRunDue {
 // The one rule for which connection a callback path names ($1 the token's digest, $2 the provider).
 const CALLBACK_CONNECTION = `callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL`;
 
+export interface ProviderCallbackOptions {
+  /** AI_DEBOUNCE_MS: how long an inbound message waits for the contact's next before its AI run. */
+  aiDebounceMs: number;
+  /** Called after the commit with the AI runs the callback made due (their jobs are created there). */
+  onAiDue(due: AiRunDue[]): Promise<void>;
+}
+
 export class ProviderCallbackService {
   constructor(
     private readonly db: DataSource,
-    /** Called after the commit with the AI runs the callback made due (their jobs are created there). */
-    private readonly onAiDue: (due: AiRunDue[]) => Promise<void> = async () => undefined,
+    private readonly options: ProviderCallbackOptions,
   ) {}
 
   /** Whether a callback path names a live connection: asked before its body is read. */
@@ -78,7 +84,7 @@ export class ProviderCallbackService {
       return { accepted: (await statuses.apply(em)) || accepted };
     });
     // Committed: the debounce rows exist, so a job lost here is found by the sweep (jobs/ai-run.ts).
-    if (aiDue.length) await this.onAiDue(aiDue);
+    if (aiDue.length) await this.options.onAiDue(aiDue);
     return ack;
   }
 
@@ -95,7 +101,7 @@ export class ProviderCallbackService {
 
   /** An inbound message (server/messages/store/reports.ts). */
   private async inbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDue: AiRunDue[]): Promise<ProviderAck> {
-    const { message, aiDueAt } = await recordInbound(em, connection, event);
+    const { message, aiDueAt } = await recordInbound(em, connection, event, this.options.aiDebounceMs);
     if (aiDueAt && message.sender) aiDue.push({ connectionId: connection.id, contact: message.sender, dueAt: aiDueAt });
     return { accepted: true };
   }

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { AiPolicyInput, AiRun } from "../../contract/index.js";
 import { testEnv } from "../setup.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./actors.js";
+import { pairBaileys } from "./baileys.js";
 import { pairConnection, sandbox, uniquePhone } from "./sandbox.js";
 import type { VendorServer } from "./vendors.js";
 import { waitFor } from "./wait.js";
@@ -28,13 +29,23 @@ export interface AiConnection {
 
 export const SYSTEM = "You answer for Example Shop. Be brief.";
 
-export async function aiConnection(vendor: VendorServer, provider: "vendorone_compatible" | "vendortwo", policy: Partial<AiPolicyInput> = {}): Promise<AiConnection> {
+/** The test gateway's AI_DEBOUNCE_MS (test/setup.ts): how long a burst of a contact's messages is gathered. */
+export const debounceMs = (): number => testEnv().gateway.ctx.config.ai.debounceMs;
+
+/** `engine: "baileys"` pairs through the Baileys engine's stand-in socket instead of the sandbox (`inbound` is then the sandbox's only). */
+export async function aiConnection(
+  vendor: VendorServer,
+  provider: "vendorone_compatible" | "vendortwo",
+  policy: Partial<AiPolicyInput> = {},
+  options: { engine?: "sandbox" | "baileys" } = {},
+): Promise<AiConnection> {
   const ws = await newWorkspace("pro");
   const issued = await ws.key(["ai:read", "ai:write", "messages:read", "messages:write", "connections:read", "connections:write", "webhooks:read", "webhooks:write"]);
   const auth = { authorization: `Bearer ${issued.key}` };
   const slug = `ai-${randomBytes(4).toString("hex")}`;
   const linked = uniquePhone("+1552");
-  await pairConnection(issued.client, slug, linked);
+  if (options.engine === "baileys") await pairBaileys(issued.client, slug, linked);
+  else await pairConnection(issued.client, slug, linked);
   const credential = await http("POST", "/v1/ai/credentials", { headers: auth, body: { provider, label: "loopback", api_key: `sk-loopback-${randomBytes(8).toString("hex")}`, base_url: vendor.url } });
   if (credential.status !== 201) throw new Error(`credential: ${credential.status} ${credential.text}`);
   const [row] = (await testEnv().gateway.ctx.db.query(`SELECT id FROM connections WHERE slug = $1 AND workspace_id = $2 AND deleted_at IS NULL`, [slug, ws.id])) as { id: string }[];

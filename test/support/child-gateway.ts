@@ -46,6 +46,7 @@ export function childEnv(env: Record<string, string | undefined> = {}): Record<s
     // Same key as the test gateway: callback tokens and cursors must agree across processes.
     SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
     LOG_LEVEL: "info",
+    AI_DEBOUNCE_MS: String(gateway.ctx.config.ai.debounceMs),
     // The Baileys engine's socket stand-in: a production child refuses it, so it gets none.
     BAILEYS_SOCKET_MODULE: env.NODE_ENV === "production" ? undefined : STAND_IN_MODULE,
     ...env,

@@ -11,7 +11,7 @@ import { callbackToken } from "../../connections/callback-token.js";
 import { Connection } from "../../connections/entities.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
-import { ProviderCallbackService } from "../../provider/service.js";
+import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt, randomToken } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
@@ -33,6 +33,8 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 export interface BaileysOptions {
   db: DataSource;
+  /** Where the engine's reports go, in process: the same code as the HTTP callback route. */
+  callbacks: ProviderCallbackService;
   secretKey: Buffer;
   logger: Logger;
   metrics: Metrics;
@@ -49,7 +51,6 @@ export class BaileysEngine implements Engine {
   readonly leases: Leases;
   private readonly sessions = new Map<string, Session>();
   private readonly host: SessionHost;
-  private readonly callbacks: ProviderCallbackService;
   private readonly relay: Relay;
   private readonly reportChains = new Map<string, Promise<void>>();
   private factory: SocketFactory | null = null;
@@ -62,7 +63,6 @@ export class BaileysEngine implements Engine {
 
   constructor(private readonly options: BaileysOptions) {
     this.leases = new Leases(options.db, options.leaseSeconds);
-    this.callbacks = new ProviderCallbackService(options.db);
     this.relay = new Relay(options.db, options.secretKey, options.relaySpacingMs, (id, events) => this.report(id, events), options.logger);
     this.host = {
       db: options.db,
@@ -258,7 +258,7 @@ export class BaileysEngine implements Engine {
       try {
         const connection = await this.options.db.getRepository(Connection).findOneBy({ id: connectionId });
         if (!connection || connection.deletedAt) return;
-        await this.callbacks.handle(BAILEYS_ENGINE, callbackToken(this.options.secretKey, connection.id, connection.callbackNonce), body);
+        await this.options.callbacks.handle(BAILEYS_ENGINE, callbackToken(this.options.secretKey, connection.id, connection.callbackNonce), body);
         return;
       } catch (err) {
         if (attempt >= REPORT_ATTEMPTS) {

@@ -104,7 +104,7 @@ export interface InboundRecorded {
  * one-to-one message on a connection whose AI policy is enabled, its AI debounce row
  * (server/ai/runs.ts): one statement.
  */
-export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<InboundRecorded> {
+export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDebounceMs: number): Promise<InboundRecorded> {
   const now = new Date();
   const message = reportedMessage(connection, event, now, {
     direction: "inbound",
@@ -140,6 +140,7 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
       message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
       json(message.media), json(message.location), message.providerMessageId, now, new Date(event.timestamp), usageShard(),
       ...eventParams(received),
+      ...(startsAi ? [aiDebounceMs] : []),
     ],
   );
   return { message, aiDueAt: written?.ai_due_at ?? null };
@@ -147,13 +148,13 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
 
 /**
  * The AI trigger, a member of recordInbound's statement ($1 message, $2 workspace, $3 connection,
- * $5 contact): when the connection's policy is enabled, the contact's debounce row is created, or
- * pushed to 3 s from now when it waits already (a burst is answered once), never past 30 s after
- * the burst's first message. Answers the due time and whether the row is new (`xmax = 0`: no
+ * $5 contact, $19 the debounce in ms, AI_DEBOUNCE_MS): when the connection's policy is enabled,
+ * the contact's debounce row is created, or pushed to the debounce from now when it waits already
+ * (a burst is answered once), never past 30 s after the burst's first message. Answers the due time and whether the row is new (`xmax = 0`: no
  * earlier version of the row); nothing when AI is off.
  */
 const AI_DEBOUNCE_SQL = `INSERT INTO ai_debounce (connection_id, contact, workspace_id, message_id, first_at, due_at)
-       SELECT $3, $5, $2, $1, now(), now() + interval '3 seconds' FROM ai_policies WHERE connection_id = $3 AND enabled
+       SELECT $3, $5, $2, $1, now(), now() + $19::int * interval '1 millisecond' FROM ai_policies WHERE connection_id = $3 AND enabled
        ON CONFLICT (connection_id, contact) DO UPDATE
           SET message_id = EXCLUDED.message_id, due_at = LEAST(EXCLUDED.due_at, ai_debounce.first_at + interval '30 seconds')
        RETURNING due_at, (xmax = 0) AS created`;
