@@ -13,6 +13,7 @@ import { SESSION_COOKIE } from "../server/auth/session-cookie.js";
 import { recordEvent } from "../server/events/record.js";
 import { newId } from "../server/ids.js";
 import { randomToken, sha256 } from "../server/secrets.js";
+import { openEventStream } from "../test/support/sse.js";
 import { startBench, table } from "./harness.js";
 
 const { values } = parseArgs({
@@ -65,39 +66,16 @@ interface Reader {
 }
 
 async function openReader(ws: { id: string; userId: string }, onEvent: (id: string, createdAt: string) => void): Promise<Reader> {
-  const controller = new AbortController();
-  const res = await fetch(`${bench.gateway.url}/v1/events/stream`, { headers: { cookie: await sessionCookie(ws) }, signal: controller.signal });
-  if (res.status !== 200) throw new Error(`the stream answered ${res.status}`);
   const received = new Map<string, number>();
-  const reading = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    try {
-      for await (const chunk of res.body!) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let cut: number;
-        while ((cut = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const data = /^data: (.*)$/m.exec(block);
-          if (!data) continue;
-          const event = JSON.parse(data[1]!) as { id: string; created_at: string };
-          received.set(event.id, (received.get(event.id) ?? 0) + 1);
-          onEvent(event.id, event.created_at);
-        }
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
-  return {
-    workspaceId: ws.id,
-    received,
-    async close() {
-      controller.abort();
-      await reading;
-    },
-  };
+  const stream = await openEventStream<{ id: string; created_at: string }>(`${bench.gateway.url}/v1/events/stream`, { cookie: await sessionCookie(ws) }, (event) => {
+    received.set(event.id, (received.get(event.id) ?? 0) + 1);
+    onEvent(event.id, event.created_at);
+  });
+  if (stream.res.status !== 200) {
+    await stream.close();
+    throw new Error(`the stream answered ${stream.res.status}`);
+  }
+  return { workspaceId: ws.id, received, close: () => stream.close() };
 }
 
 function percentile(sorted: number[], p: number): number {

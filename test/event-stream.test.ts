@@ -10,6 +10,7 @@ import { recordEvent } from "../server/events/record.js";
 import { EventFeed, eventStream } from "../server/events/stream.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace } from "./support/actors.js";
+import { openEventStream } from "./support/sse.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { sleep, waitFor } from "./support/wait.js";
 
@@ -17,35 +18,14 @@ const PATH = "/v1/events/stream";
 
 /** Opens the stream with `cookie` and collects the `data:` payloads of its events. */
 async function openStream(cookie: string, baseUrl = testEnv().baseUrl) {
-  const controller = new AbortController();
-  const res = await fetch(baseUrl + PATH, { headers: { cookie, accept: "text/event-stream" }, signal: controller.signal });
   const events: { id: string; type: string; data: Record<string, unknown> }[] = [];
-  let buffer = "";
-  let ended = false;
-  const reading = (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of res.body!) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let cut: number;
-        while ((cut = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const data = /^data: (.*)$/m.exec(block);
-          if (data) events.push(JSON.parse(data[1]!) as (typeof events)[number]);
-        }
-      }
-    } catch {
-      // aborted by close()
-    }
-    ended = true;
-  })();
+  const stream = await openEventStream<(typeof events)[number]>(baseUrl + PATH, { cookie, accept: "text/event-stream" }, (e) => events.push(e));
   return {
-    res,
+    res: stream.res,
     events,
     /** Whether the server ended the stream (or close() did). */
     get ended() {
-      return ended;
+      return stream.ended;
     },
     ids: () => events.map((e) => e.id),
     async waitFor(id: string, timeoutMs = 5_000) {
@@ -55,10 +35,7 @@ async function openStream(cookie: string, baseUrl = testEnv().baseUrl) {
         await new Promise((r) => setTimeout(r, 50));
       }
     },
-    async close() {
-      controller.abort();
-      await reading;
-    },
+    close: () => stream.close(),
   };
 }
 

@@ -1,6 +1,7 @@
 // Small shared pieces: the problem box every error goes through, a form's own refusal, a group of
-// checkboxes, and the page frame.
+// checkboxes, the connections offered by a select, and the page frame.
 import type { ReactNode } from "react";
+import type { Connection } from "@svc/sdk";
 import { SvcApiError } from "./api";
 
 /** Shows what went wrong as the API said it: the problem's detail and its request_id. */
@@ -59,6 +60,20 @@ export function CheckboxGroup<T extends string>({ legend, options, selected, onC
         </label>
       ))}
     </fieldset>
+  );
+}
+
+/** The workspace's connections as a `<select>`'s options, each valued and labelled by its slug; `all` puts an "All" option (value "") first. */
+export function ConnectionOptions({ connections, all = false }: { connections: readonly Connection[] | undefined; all?: boolean }) {
+  return (
+    <>
+      {all && <option value="">All</option>}
+      {connections?.map((c) => (
+        <option key={c.id} value={c.slug}>
+          {c.slug}
+        </option>
+      ))}
+    </>
   );
 }
 

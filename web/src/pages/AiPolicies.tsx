@@ -7,7 +7,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { AiMode, AiPolicyBody, type AiPolicy } from "@svc/sdk/contract";
 import { api, expectOk, queryClient, SvcApiError } from "../api";
 import { fieldLimits, limitsText } from "../schema-limits";
-import { formatDate, ProblemNote } from "../ui";
+import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
 import { AI_CHANGE, onPlanRefused, useAiCredentials } from "./ai-shared";
 
 type NumberField = "max_context_bytes" | "max_output_tokens" | "monthly_cost_limit_micros" | "input_cost_micros_per_million" | "output_cost_micros_per_million";
@@ -86,11 +86,7 @@ export function AiPolicies({ canWrite }: { canWrite: boolean }) {
           <form className="filters" aria-label="Connection" onSubmit={(e) => e.preventDefault()}>
             <label htmlFor="pol-connection">Connection</label>
             <select id="pol-connection" value={slug} onChange={(e) => setPicked(e.target.value)}>
-              {connections.data?.data.map((c) => (
-                <option key={c.id} value={c.slug}>
-                  {c.slug}
-                </option>
-              ))}
+              <ConnectionOptions connections={connections.data?.data} />
             </select>
           </form>
           <PolicyOf key={slug} slug={slug} canWrite={canWrite} />

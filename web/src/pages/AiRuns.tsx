@@ -6,7 +6,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { AiRun } from "@svc/sdk";
 import { api, expectOk } from "../api";
 import { PageButtons, useCursorPages } from "../cursor-pages";
-import { formatDate, ProblemNote } from "../ui";
+import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
 
 const PAGE_SIZE = 25;
 
@@ -32,12 +32,7 @@ export function AiRuns() {
             pages.reset();
           }}
         >
-          <option value="">All</option>
-          {connections.data?.data.map((c) => (
-            <option key={c.id} value={c.slug}>
-              {c.slug}
-            </option>
-          ))}
+          <ConnectionOptions connections={connections.data?.data} all />
         </select>
       </form>
       <ProblemNote error={runs.error ?? connections.error} />

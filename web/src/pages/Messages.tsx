@@ -5,7 +5,7 @@ import { Link, useParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { MESSAGE_STATUSES, type Message } from "@svc/sdk/contract";
 import { api, expectOk } from "../api";
-import { formatDate, Page, ProblemNote } from "../ui";
+import { ConnectionOptions, formatDate, Page, ProblemNote } from "../ui";
 import { Compose } from "./Compose";
 import { PageButtons, useCursorPages } from "../cursor-pages";
 
@@ -48,12 +48,7 @@ export function Messages() {
       <form className="filters" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
         <label htmlFor="f-connection">Connection</label>
         <select id="f-connection" value={filters.connection} onChange={(e) => setFilter("connection", e.target.value)}>
-          <option value="">All</option>
-          {connections.data?.data.map((c) => (
-            <option key={c.id} value={c.slug}>
-              {c.slug}
-            </option>
-          ))}
+          <ConnectionOptions connections={connections.data?.data} all />
         </select>
         <label htmlFor="f-status">Status</label>
         <select id="f-status" value={filters.status} onChange={(e) => setFilter("status", e.target.value)}>

@@ -7,7 +7,7 @@ import { DateTime } from "luxon";
 import { CreateScheduleBody, nextStatus, PreviewScheduleBody, SCHEDULE_STATUSES, sessionMayUse, type Role, type ScheduleAction } from "@svc/sdk/contract";
 import type { Schedule } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
-import { CheckboxGroup, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
+import { CheckboxGroup, ConnectionOptions, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
 
 const LIST = ["schedules"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: LIST });
@@ -223,11 +223,7 @@ function CreateForm() {
       <input id={id("name")} required maxLength={80} value={form.name} onChange={(e) => set("name", e.target.value)} />
       <label htmlFor={id("connection")}>Connection</label>
       <select id={id("connection")} value={connection} onChange={(e) => set("connection", e.target.value)}>
-        {connections.data?.data.map((c) => (
-          <option key={c.id} value={c.slug}>
-            {c.slug}
-          </option>
-        ))}
+        <ConnectionOptions connections={connections.data?.data} />
       </select>
       {connections.data && connections.data.data.length === 0 && <small>Create a connection first: a schedule sends through one.</small>}
       <label htmlFor={id("to")}>To (phone number)</label>
