@@ -1,5 +1,5 @@
 // Small shared pieces: the problem box every error goes through, a form's own refusal, a group of
-// checkboxes, the connections offered by a select, and the page frame.
+// checkboxes, the connections offered by a select (their query: connections.ts), and the page frame.
 import type { ReactNode } from "react";
 import type { Connection } from "@svc/sdk";
 import { SvcApiError } from "./api";

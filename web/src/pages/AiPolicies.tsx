@@ -6,6 +6,7 @@ import { Link } from "react-router";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { AiMode, AiPolicyBody, type AiPolicy } from "@svc/sdk/contract";
 import { api, expectOk, queryClient, SvcApiError } from "../api";
+import { useConnections } from "../connections";
 import { fieldLimits, limitsText } from "../schema-limits";
 import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
 import { AI_CHANGE, onPlanRefused, useAiCredentials } from "./ai-shared";
@@ -69,7 +70,7 @@ function errorsOfProblem(error: unknown): FieldErrors {
 }
 
 export function AiPolicies({ canWrite }: { canWrite: boolean }) {
-  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const connections = useConnections();
   const [picked, setPicked] = useState<string | null>(null);
   const slug = picked ?? connections.data?.data[0]?.slug ?? null;
   return (

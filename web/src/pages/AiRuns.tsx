@@ -5,6 +5,7 @@ import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { AiRun } from "@svc/sdk";
 import { api, expectOk } from "../api";
+import { useConnections } from "../connections";
 import { PageButtons, useCursorPages } from "../cursor-pages";
 import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
 
@@ -13,7 +14,7 @@ const PAGE_SIZE = 25;
 export function AiRuns() {
   const [connection, setConnection] = useState("");
   const pages = useCursorPages();
-  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const connections = useConnections();
   const cursor = pages.cursor;
   const runs = useQuery({
     queryKey: ["ai-runs", connection, cursor],

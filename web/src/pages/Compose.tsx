@@ -3,10 +3,11 @@
 // a new key only after the gateway accepted the send.
 import { useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate } from "react-router";
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation } from "@tanstack/react-query";
 import { SendMessageBody, sessionMayUse } from "@svc/sdk/contract";
 import { newIdempotencyKey } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
+import { useConnections } from "../connections";
 import { useSession } from "../session";
 import { InvalidNote, issuesText, ProblemNote } from "../ui";
 
@@ -18,7 +19,7 @@ export function Compose() {
 
 function ComposeForm() {
   const navigate = useNavigate();
-  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const connections = useConnections();
   const connected = connections.data?.data.filter((c) => c.state === "connected") ?? [];
   const [chosen, setChosen] = useState("");
   const [to, setTo] = useState("");

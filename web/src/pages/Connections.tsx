@@ -1,24 +1,23 @@
 // Connections: create, pair with a live QR (a new grant before the old one expires, "connected"
 // as soon as the phone scans), suspend/resume, delete.
 import { useEffect, useState, type FormEvent } from "react";
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation } from "@tanstack/react-query";
 import { QRCodeSVG } from "qrcode.react";
 import { CreateConnectionBody, sessionMayUse, type Role } from "@svc/sdk/contract";
 import type { Connection, PairingPayload } from "@svc/sdk";
-import { api, expectOk, queryClient } from "../api";
+import { api, expectOk } from "../api";
+import { refreshConnections, useConnections } from "../connections";
 import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
 
-const LIST = ["connections"] as const;
-const refresh = () => queryClient.invalidateQueries({ queryKey: LIST });
 
 export function Connections({ role }: { role: Role }) {
   const canWrite = sessionMayUse(role, "connections:write");
   const [pairing, setPairing] = useState<string | null>(null);
   // While a QR is up, the state is polled so "connected" shows as soon as the phone scans.
-  const list = useQuery({ queryKey: LIST, queryFn: () => expectOk(api.connections.list()), refetchInterval: pairing ? 1_500 : false });
-  const suspend = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.suspend({ params: { connection: slug } })), onSuccess: refresh });
-  const resume = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.resume({ params: { connection: slug } })), onSuccess: refresh });
-  const remove = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.delete({ params: { connection: slug } })), onSuccess: refresh });
+  const list = useConnections({ refetchInterval: pairing ? 1_500 : false });
+  const suspend = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.suspend({ params: { connection: slug } })), onSuccess: refreshConnections });
+  const resume = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.resume({ params: { connection: slug } })), onSuccess: refreshConnections });
+  const remove = useMutation({ mutationFn: (slug: string) => expectOk(api.connections.delete({ params: { connection: slug } })), onSuccess: refreshConnections });
   const pairingConnection = list.data?.data.find((c) => c.slug === pairing);
 
   return (
@@ -76,7 +75,7 @@ function CreateForm() {
     onSuccess: () => {
       setSlug("");
       setName("");
-      void refresh();
+      void refreshConnections();
     },
   });
   const submit = (e: FormEvent) => {

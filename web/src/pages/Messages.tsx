@@ -5,6 +5,7 @@ import { Link, useParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { MESSAGE_STATUSES, type Message } from "@svc/sdk/contract";
 import { api, expectOk } from "../api";
+import { useConnections } from "../connections";
 import { ConnectionOptions, formatDate, Page, ProblemNote } from "../ui";
 import { Compose } from "./Compose";
 import { PageButtons, useCursorPages } from "../cursor-pages";
@@ -30,7 +31,7 @@ export function Messages() {
   const [filters, setFilters] = useState<Filters>({ connection: "", status: "", direction: "" });
   const pages = useCursorPages();
   const cursor = pages.cursor;
-  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const connections = useConnections();
   const list = useQuery({
     queryKey: ["messages", filters, cursor],
     queryFn: () => expectOk(api.messages.list({ query: { limit: PAGE_SIZE, ...filterQuery(filters), ...(cursor && { cursor }) } })),

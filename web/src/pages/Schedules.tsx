@@ -7,6 +7,7 @@ import { DateTime } from "luxon";
 import { CreateScheduleBody, nextStatus, PreviewScheduleBody, SCHEDULE_STATUSES, sessionMayUse, type Role, type ScheduleAction } from "@svc/sdk/contract";
 import type { Schedule } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
+import { useConnections } from "../connections";
 import { CheckboxGroup, ConnectionOptions, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
 
 const LIST = ["schedules"] as const;
@@ -195,7 +196,7 @@ function CreateForm() {
   const [form, setForm] = useState<Form>(emptyForm);
   const [invalid, setInvalid] = useState<string | null>(null);
   const set = <K extends keyof Form>(k: K, v: Form[K]) => setForm((f) => ({ ...f, [k]: v }));
-  const connections = useQuery({ queryKey: ["connections"], queryFn: () => expectOk(api.connections.list()) });
+  const connections = useConnections();
   const create = useMutation({
     mutationFn: (body: CreateScheduleBody) => expectOk(api.schedules.create({ body })),
     onSuccess: () => {
