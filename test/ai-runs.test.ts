@@ -16,7 +16,7 @@ import { createLogger } from "../server/logger.js";
 import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
-import { aiConnection, debounceMs, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
+import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
 import { startChildGateway } from "./support/child-gateway.js";
 import { sandbox } from "./support/sandbox.js";
@@ -74,21 +74,6 @@ async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
   } finally {
     await agenda.start();
   }
-}
-
-/** Inserts finished runs directly (to set up ceilings and pages). */
-async function insertRuns(t: AiConnection, n: number, fields: { outcome?: string; cost?: bigint | number; createdAt?: string } = {}): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const id = newId("airun");
-    ids.push(id);
-    await db().query(
-      `INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, outcome, cost_micros, created_at)
-       VALUES ($1, $2, $3, $4, '+15550000000', 'auto', 'test-model', 'done', $5, $6, COALESCE($7::timestamptz, clock_timestamp()))`,
-      [id, t.ws.id, t.connectionId, newId("msg"), fields.outcome ?? "replied", String(fields.cost ?? 0), fields.createdAt ?? null],
-    );
-  }
-  return ids;
 }
 
 describe("AI runs", function () {

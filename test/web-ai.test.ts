@@ -6,7 +6,8 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { clientAddress, http, newWorkspace, type Member, type TestWorkspace } from "./support/actors.js";
-import { aiConnection, uniquePhone } from "./support/ai.js";
+import { aiConnection, insertRuns, uniquePhone } from "./support/ai.js";
+import { waitFor } from "./support/wait.js";
 import { DEFAULT_VENDOR_TEXT, startVendorOne } from "./support/vendors.js";
 import { browserTestsRunnable, cspViolations, expectAccessible, launchBrowser, narrowContext, screenshot } from "./support/browser.js";
 
@@ -237,6 +238,28 @@ describe("dashboard: AI pages", function () {
     } finally {
       await vendor.close();
     }
+  });
+
+  it("pages through runs 25 at a time with the API's cursor, and back", async function () {
+    if (!browser) return this.skip();
+    const ws = await newWorkspace("pro");
+    const connection = await expectOk(ws.owner.client.connections.create({ body: { slug: "busy-line" } }));
+    await insertRuns({ ws, connectionId: connection.id }, 26);
+    const page = await pageAs(ws.owner);
+    await openAi(page, "/ai/runs");
+    const rows = page.getByRole("region", { name: "AI runs" }).locator("tbody tr");
+    const next = page.getByRole("button", { name: "Next page" });
+    const previous = page.getByRole("button", { name: "Previous page" });
+    await waitFor(() => rows.count(), (n) => n === 25);
+    expect(await previous.isDisabled()).to.equal(true);
+    await next.click();
+    // The 26th, oldest run alone on the second page, and nothing after it.
+    await waitFor(() => rows.count(), (n) => n === 1);
+    expect(await next.isDisabled()).to.equal(true);
+    await previous.click();
+    await waitFor(() => rows.count(), (n) => n === 25);
+    expect(await previous.isDisabled()).to.equal(true);
+    await expectNarrowAndAccessible(page);
   });
 
   it("shows a viewer the credentials and the policy read-only", async function () {

@@ -2,6 +2,7 @@
 // paired in the sandbox, its credential and policy set over the API the way an operator sets them.
 import { randomBytes } from "node:crypto";
 import type { AiPolicyInput, AiRun } from "../../contract/index.js";
+import { newId } from "../../server/ids.js";
 import { testEnv } from "../setup.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./actors.js";
 import { pairBaileys } from "./baileys.js";
@@ -79,6 +80,21 @@ export async function aiConnection(
   };
   await t.setPolicy();
   return t;
+}
+
+/** Inserts finished runs directly (to set up ceilings and pages). */
+export async function insertRuns(t: Pick<AiConnection, "ws" | "connectionId">, n: number, fields: { outcome?: string; cost?: bigint | number; createdAt?: string } = {}): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = newId("airun");
+    ids.push(id);
+    await testEnv().gateway.ctx.db.query(
+      `INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, outcome, cost_micros, created_at)
+       VALUES ($1, $2, $3, $4, '+15550000000', 'auto', 'test-model', 'done', $5, $6, COALESCE($7::timestamptz, clock_timestamp()))`,
+      [id, t.ws.id, t.connectionId, newId("msg"), fields.outcome ?? "replied", String(fields.cost ?? 0), fields.createdAt ?? null],
+    );
+  }
+  return ids;
 }
 
 /** What the sandbox contact `to` has received (GET /sandbox/v1/received). */

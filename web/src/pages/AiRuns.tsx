@@ -1,6 +1,6 @@
 // AI runs, newest first: what each run cost and how it ended (never a prompt or a completion: the
-// API has none to give), filtered by connection, in cursor pages. Whatever the API answers instead
-// (a problem, e.g. 501 while runs are not built) is shown as it is.
+// API has none to give), filtered by connection, in cursor pages. A problem the API answers instead
+// is shown with its detail and request_id.
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { AiRun } from "@svc/sdk";
