@@ -105,4 +105,19 @@ describe("configuration and logs", () => {
     expect(lines.join("")).to.not.include("svc_live_secret").and.not.include("svc_session=abc").and.not.include("sk-secret").and.not.include("123456");
     expect(lines.join("")).to.include("[redacted]");
   });
+
+  it("keeps an error's code (a system or SQLSTATE code, never a credential) as error_code", () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const log = createLogger("info", sink);
+    log.warn({ err: Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }) }, "database went away");
+    const line = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
+    expect(line.err).to.include({ error_code: "57P01", message: "terminating connection due to administrator command" });
+    expect(line.err).to.not.have.property("code");
+  });
 });
