@@ -72,6 +72,18 @@ describe("operational endpoints", () => {
   });
 });
 
+/** A logger at `info` whose lines are kept in `lines`. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  return { lines, log: createLogger("info", sink) };
+}
+
 describe("configuration and logs", () => {
   it("refuses to start in production without DATABASE_URL, SECRET_KEY and BASE_URL", () => {
     expect(() => loadConfig({ NODE_ENV: "production" })).to.throw(ConfigError, /DATABASE_URL, SECRET_KEY, BASE_URL/);
@@ -93,28 +105,14 @@ describe("configuration and logs", () => {
   });
 
   it("redacts credentials from structured logs", () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
-    const log = createLogger("info", sink);
+    const { lines, log } = capturedLogger();
     log.info({ req: { headers: { authorization: "Bearer svc_live_secret", cookie: "svc_session=abc" } }, body: { api_key: "sk-secret", code: "123456" } }, "x");
     expect(lines.join("")).to.not.include("svc_live_secret").and.not.include("svc_session=abc").and.not.include("sk-secret").and.not.include("123456");
     expect(lines.join("")).to.include("[redacted]");
   });
 
   it("keeps an error's code (a system or SQLSTATE code, never a credential) as error_code", () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
-    const log = createLogger("info", sink);
+    const { lines, log } = capturedLogger();
     log.warn({ err: Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }) }, "database went away");
     const line = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
     expect(line.err).to.include({ error_code: "57P01", message: "terminating connection due to administrator command" });
