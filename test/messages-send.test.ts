@@ -310,13 +310,16 @@ describe("deferred sends, cancel and reschedule", () => {
     expect(canceled.status).to.equal("canceled");
     const again = await http("POST", `/v1/messages/${sent.id}/reschedule`, { body: { send_at: newTime }, headers: c.auth });
     expect(again.status).to.equal(409);
-    expect((await http("POST", `/v1/messages/${sent.id}/cancel`, { headers: c.auth })).status).to.equal(409);
+    const twice = await http("POST", `/v1/messages/${sent.id}/cancel`, { headers: c.auth });
+    expect(twice.status).to.equal(409);
+    expect(twice.json.detail).to.equal("The message is already canceled.");
 
     const now = await expectOk(c.client.messages.send({ body: { connection: c.slug, to: phone(), body: "now" } }));
     await waitFor(() => expectOk(c.client.messages.get({ params: { id: now.id } })), (m) => ["submitted", "sent", "delivered", "read"].includes(m.status), 10_000);
     const late = await http("POST", `/v1/messages/${now.id}/cancel`, { headers: c.auth });
     expect(late.status).to.equal(409);
     expect(late.json.code).to.equal("invalid_state");
+    expect(late.json.detail).to.match(/^The message is (submitted|sent|delivered|read): it was already handed to the provider and cannot be canceled\.$/);
     expect((await http("POST", "/v1/messages/msg_unknown/cancel", { headers: c.auth })).status).to.equal(404);
   });
 

@@ -287,6 +287,7 @@ describe("schedules API", () => {
         const res = await a.client.schedules[verb]({ params: { id: s.id } });
         expect(res.status).to.equal(409);
         expect((res.body as Problem).code).to.equal("invalid_state");
+        expect((res.body as Problem).detail).to.match(new RegExp(`^${from === "active" ? "An" : "A"} ${from} schedule cannot be `));
         expect(await expectOk(a.client.schedules.get({ params: { id: s.id } }))).to.deep.equal(s);
       });
     }

@@ -30,7 +30,7 @@ export class MessageLifecycle {
       // The dispatcher marks `submitting` under this row's lock, so holding it settles the race.
       const view = await moveMessage(em, locked, "cancel");
       if (!view) {
-        throw ApiError.invalidState(`The message is ${locked.message.status}: it was already handed to the provider and cannot be canceled.`);
+        throw ApiError.invalidState(notCancelable(locked.message.status));
       }
       await dropHandOff(em, id);
       return view;
@@ -88,4 +88,11 @@ export class MessageLifecycle {
     if (!locked) throw ApiError.notFound("message");
     return locked;
   }
+}
+
+/** Why a message in `status` cannot be canceled, as the 409 says it. */
+function notCancelable(status: string): string {
+  if (status === "canceled") return "The message is already canceled.";
+  if (status === "failed") return "The message has failed; there is nothing left to cancel.";
+  return `The message is ${status}: it was already handed to the provider and cannot be canceled.`;
 }

@@ -143,7 +143,8 @@ export class ScheduleService {
       if (!schedule) throw ApiError.notFound("schedule");
       const status = nextStatus(action, schedule.status);
       if (!status) {
-        throw ApiError.invalidState(`A ${schedule.status} schedule cannot be ${PAST[action]}; ${action} applies to ${allowedFrom(action).join(" or ")} schedules.`);
+        const article = /^[aeiou]/.test(schedule.status) ? "An" : "A";
+        throw ApiError.invalidState(`${article} ${schedule.status} schedule cannot be ${PAST[action]}; ${action} applies to ${allowedFrom(action).join(" or ")} schedules.`);
       }
       const updated: Schedule = { ...schedule, status, ...patch(schedule), updatedAt: new Date() };
       if (updated.nextRunAt === null && updated.status === "active") updated.status = nextStatus("complete", "active")!;
