@@ -9,7 +9,7 @@ import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js
 import type { AppContext } from "./context.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
-import { jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
+import { JSON_TYPES, jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
 import { checkInput } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
 import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
@@ -107,7 +107,15 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   return app;
 }
 
-function validationProblem(err: RequestValidationError, _req: Request, _res: Response, next: NextFunction): void {
+function validationProblem(err: RequestValidationError, req: Request, _res: Response, next: NextFunction): void {
+  // A body that is not JSON was not read as one (only the token endpoint takes a form): say that,
+  // rather than list every field of the empty body it left.
+  const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+  if (err.body && hasBody && !req.is(JSON_TYPES) && !(req.is("application/x-www-form-urlencoded") && req.path === contract.oauth.token.path)) {
+    const type = req.headers["content-type"];
+    next(ApiError.validation([{ path: "body", message: `must be JSON sent with Content-Type: application/json (this request's Content-Type is ${type ? `"${type}"` : "missing"})` }]));
+    return;
+  }
   const errors = [
     ...(err.pathParams ? zodFieldErrors(err.pathParams, "path") : []),
     ...(err.headers ? zodFieldErrors(err.headers, "headers") : []),

@@ -204,6 +204,27 @@ describe("bad input at the HTTP edge", () => {
     expect(malformed.json.detail).to.equal("The request body is not valid JSON.");
   });
 
+  it("names the Content-Type when a body is not sent as JSON (a form, plain text, none), and writes nothing", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const json = JSON.stringify({ connection: c.slug, to: "+15550002222", body: "hello" });
+    const cases: [string | undefined, string][] = [
+      ["application/x-www-form-urlencoded", `"application/x-www-form-urlencoded"`],
+      ["text/plain", `"text/plain"`],
+      [undefined, "missing"],
+    ];
+    for (const [type, named] of cases) {
+      const res = await raw("/v1/messages/text", { headers: { ...(type ? { "content-type": type } : {}), ...c.auth }, body: Buffer.from(type?.startsWith("application/x-www") ? "a=b" : json) });
+      expect(res.status, type).to.equal(400);
+      expect(res.json.errors, type).to.deep.equal([{ path: "body", message: `must be JSON sent with Content-Type: application/json (this request's Content-Type is ${named})` }]);
+    }
+    expect((await http("GET", "/v1/messages", { headers: c.auth })).json.data).to.deep.equal([]);
+    // The token endpoint takes its form as before: a bad grant is the OAuth error, not this one.
+    const token = await raw("/v1/oauth/token", { headers: { "content-type": "application/x-www-form-urlencoded" }, body: Buffer.from("grant_type=nothing") });
+    expect(token.status).to.equal(400);
+    expect(token.json.errors).to.equal(undefined);
+  });
+
   it("answers a path whose percent-escapes do not decode with 400 saying so, not blaming the body", async () => {
     const ws = await newWorkspace();
     const c = await connected(ws);

@@ -39,7 +39,7 @@ function validBody(slug: string): Record<string, unknown> & { recurrence: Record
   };
 }
 
-type Problem = { code?: string; errors?: { path: string; message: string }[] };
+type Problem = { code?: string; detail?: string; errors?: { path: string; message: string }[] };
 
 describe("schedules API", () => {
   let a: Actor;
