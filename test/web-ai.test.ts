@@ -86,11 +86,19 @@ describe("dashboard: AI pages", function () {
       const alert = page.getByRole("alert").filter({ hasText: "base_url" });
       await alert.waitFor();
       expect(await alert.textContent()).to.match(/Request ID: \S+/);
-      // Refused or not, the key field is empty after submit.
+      // The field's error once (the detail of a validation problem is its list, joined).
+      expect((await alert.textContent())!.split("base_url:").length - 1).to.equal(1);
+      // Refused or not, the key field is empty after submit, and its help says so.
       expect(await page.getByLabel("API key").inputValue()).to.equal("");
+      expect(await page.locator("#cred-key-help").textContent()).to.include("emptied after each submit");
+
+      // Submitted again without the key: the form's own refusal, and the API's old one is gone.
+      await page.getByLabel("Base URL (optional)").fill("");
+      await page.getByRole("button", { name: "Add credential" }).click();
+      await page.getByRole("alert").filter({ hasText: "api_key" }).waitFor();
+      expect(await page.getByRole("alert").filter({ hasText: "base_url" }).count()).to.equal(0);
 
       await page.getByLabel("API key").fill(API_KEY);
-      await page.getByLabel("Base URL (optional)").fill("");
       await page.getByRole("button", { name: "Add credential" }).click();
       await page.getByLabel("Fingerprint of main").waitFor();
       expect(await page.getByLabel("Fingerprint of main").textContent()).to.equal("…XyZ9");

@@ -8,10 +8,13 @@ import { SvcApiError } from "./api";
 export function ProblemNote({ error }: { error: unknown }) {
   if (!error) return null;
   if (error instanceof SvcApiError) {
+    // A validation problem's detail is its errors joined: shown once, as the list.
+    const listed = error.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    const detail = error.problem?.detail && error.problem.detail !== listed ? error.problem.detail : null;
     return (
       <div role="alert" className="problem">
         <strong>{error.problem?.title ?? `Error ${error.status}`}</strong>
-        {error.problem?.detail && <p>{error.problem.detail}</p>}
+        {detail && <p>{detail}</p>}
         {error.errors.length > 0 && (
           <ul>
             {error.errors.map((e) => (

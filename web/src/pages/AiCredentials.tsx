@@ -79,8 +79,10 @@ function CreateForm() {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const parsed = CreateAiCredentialBody.safeParse({ provider, label: label.trim(), api_key: apiKey, ...(baseUrl.trim() && { base_url: baseUrl.trim() }) });
-    // The key leaves the page's state at once, accepted or not: it is typed again if needed.
+    // The key leaves the page's state at once, accepted or not: it is typed again if needed (the
+    // field's help says so). The previous answer's problem goes with it.
     setApiKey("");
+    create.reset();
     setInvalid(parsed.success ? null : issuesText(parsed.error.issues));
     if (parsed.success) create.mutate(parsed.data);
   };
@@ -109,7 +111,7 @@ function CreateForm() {
         onChange={(e) => setApiKey(e.target.value)}
         aria-describedby="cred-key-help"
       />
-      <small id="cred-key-help">{limitsText(KEY, " characters")}. Stored encrypted and never shown again: the list shows its last four characters.</small>
+      <small id="cred-key-help">{limitsText(KEY, " characters")}. Stored encrypted and never shown again: the list shows its last four characters. The field is emptied after each submit, also when the credential is refused: type the key again.</small>
       <label htmlFor="cred-base-url">Base URL (optional)</label>
       <input id="cred-base-url" type="url" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} aria-describedby="cred-base-url-help" />
       <small id="cred-base-url-help">https only; private and loopback addresses only where the operator allows them.</small>

@@ -80,6 +80,8 @@ function CreateForm() {
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
+    // A new try: the previous answer's problem no longer applies.
+    create.reset();
     const parsed = CreateConnectionBody.safeParse({ slug: slug.trim(), ...(name.trim() && { name: name.trim() }) });
     setInvalid(parsed.success ? null : "The slug is 3 to 40 lower-case letters, digits and dashes, starting and ending with a letter or digit.");
     if (parsed.success) create.mutate(parsed.data);

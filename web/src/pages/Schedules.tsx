@@ -208,6 +208,8 @@ function CreateForm() {
   const connection = form.connection || firstConnection;
   const submit = (e: FormEvent) => {
     e.preventDefault();
+    // A new try: the previous answer's problem no longer applies.
+    create.reset();
     const parsed = CreateScheduleBody.safeParse({
       name: form.name.trim(),
       ...timingOf(form),

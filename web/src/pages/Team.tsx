@@ -85,6 +85,8 @@ function InviteForm({ roles }: { roles: Role[] }) {
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
+    // A new try: the previous answer's problem no longer applies.
+    invite.reset();
     const parsed = InviteMemberBody.safeParse({ email: email.trim(), role });
     setInvalid(parsed.success ? null : "Enter a valid e-mail address.");
     if (parsed.success) invite.mutate(parsed.data);

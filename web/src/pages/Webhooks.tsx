@@ -75,6 +75,8 @@ function CreateForm({ onCreated }: { onCreated: (url: string, secret: string) =>
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
+    // A new try: the previous answer's problem no longer applies.
+    create.reset();
     const parsed = CreateWebhookEndpointBody.safeParse({ url: url.trim(), events });
     setInvalid(parsed.success ? null : issuesText(parsed.error.issues));
     if (parsed.success) create.mutate(parsed.data);
