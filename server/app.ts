@@ -7,6 +7,7 @@ import { authRouter } from "./auth/handlers.js";
 import { connectionsRouter } from "./connections/handlers.js";
 import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js";
 import type { AppContext } from "./context.js";
+import { allowedMethods } from "./http/allowed-methods.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
 import { JSON_TYPES, jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
@@ -102,7 +103,13 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   // The dashboard last: only what no API route took reaches it.
   const web = webRouter(ctx.config);
   if (web) app.use(web);
-  app.use((_req, res) => sendProblem(res, new ApiError("not_found", "No such route. The API is described at /v1/openapi.json.")));
+  const allowed = allowedMethods(contract, { [EVENT_STREAM_PATH]: ["GET"] });
+  app.use((req, res) => {
+    const methods = allowed(req.path);
+    if (methods.length === 0) return sendProblem(res, new ApiError("not_found", "No such route. The API is described at /v1/openapi.json."));
+    res.setHeader("Allow", methods.join(", "));
+    sendProblem(res, new ApiError("method_not_allowed", `${req.method} is not allowed on this path; it takes ${methods.join(", ")}.`));
+  });
   app.use(errorMiddleware);
   return app;
 }

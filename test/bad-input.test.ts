@@ -204,6 +204,21 @@ describe("bad input at the HTTP edge", () => {
     expect(malformed.json.detail).to.equal("The request body is not valid JSON.");
   });
 
+  it("answers a known path asked with a method it does not take with 405 and Allow; an unknown path stays 404", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const policy = await http("PATCH", `/v1/ai/policies/${c.slug}`, { headers: c.auth, body: {} });
+    expect(policy.status).to.equal(405);
+    expect(policy.headers.get("allow")).to.equal("GET, HEAD, PUT");
+    expect(policy.json).to.include({ code: "method_not_allowed", detail: "PATCH is not allowed on this path; it takes GET, HEAD, PUT." });
+    // A path two routes share by pattern (export and one message) offers what both take.
+    expect((await http("DELETE", "/v1/messages/export", { headers: c.auth })).headers.get("allow")).to.equal("GET, HEAD");
+    expect((await http("PUT", "/v1/events/stream", { headers: c.auth })).headers.get("allow")).to.equal("GET, HEAD");
+    const unknown = await http("PATCH", "/v1/no-such-thing", { headers: c.auth });
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get("allow")).to.equal(null);
+  });
+
   it("names the Content-Type when a body is not sent as JSON (a form, plain text, none), and writes nothing", async () => {
     const ws = await newWorkspace();
     const c = await connected(ws);
