@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere).
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionParams, ConnectionRef, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { ConnectionParams, ConnectionRef, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, page, problems, queryInteger, type RouteMetadata } from "./common.js";
 
 const c = initContract();
 
@@ -95,7 +95,7 @@ export type AiRun = z.infer<typeof AiRun>;
 
 export const ListAiRunsQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
+    limit: queryInteger(1, 100).default(25),
     cursor: z.string().max(200).optional(),
     connection: ConnectionRef.optional(),
   })

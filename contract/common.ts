@@ -183,6 +183,16 @@ export const IdParams = z.object({ id: z.string().min(1).max(64) });
 /** Path parameter `connection` (the slug). Lookups accept 1-40 and answer 404, not 400, for unknown slugs. */
 export const ConnectionParams = z.object({ connection: ConnectionRef });
 
+/**
+ * An integer query parameter (query strings arrive as strings, hence the coercion). Every way it
+ * can be wrong (not a number, `abc` coerced to NaN, a fraction, out of range) gets the one message
+ * naming the rule, instead of zod's `Expected number, received nan`.
+ */
+export function queryInteger(min: number, max: number) {
+  const message = `must be an integer from ${min} to ${max}`;
+  return z.coerce.number({ errorMap: () => ({ message }) }).int().min(min).max(max);
+}
+
 /** Largest integer every JSON parser reads exactly (2^53 - 1), the ceiling of the spec's cost fields. */
 export const MAX_SAFE_INT = 9007199254740991;
 

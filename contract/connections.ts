@@ -8,7 +8,8 @@ const c = initContract();
 
 export const CONNECTION_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/;
 
-export const ConnectionSlug = z.string().min(3).max(40).regex(CONNECTION_SLUG_PATTERN);
+const SLUG_RULE = "must be 3-40 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
+export const ConnectionSlug = z.string({ errorMap: () => ({ message: SLUG_RULE }) }).min(3).max(40).regex(CONNECTION_SLUG_PATTERN);
 export type ConnectionSlug = z.infer<typeof ConnectionSlug>;
 
 export const CONNECTION_STATES = ["created", "pairing", "connected", "disconnected", "suspended"] as const;

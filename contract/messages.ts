@@ -14,6 +14,7 @@ import {
   ZonedDateTime,
   page,
   problems,
+  queryInteger,
   type RouteMetadata,
 } from "./common.js";
 
@@ -22,11 +23,13 @@ const c = initContract();
 const Phone = z.string().min(5).max(40);
 
 /** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
-export const Recipient = z.union([
-  Phone,
-  z.object({ phone: Phone }).strict(),
-  z.object({ group: Phone }).strict(),
-]);
+// When no option comes close (a number, null, an array), zod says only "Invalid input": the
+// union's own message names the accepted shapes instead.
+export const Recipient = z.union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
+  errorMap: (issue, ctx) => ({
+    message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
+  }),
+});
 export type Recipient = z.infer<typeof Recipient>;
 
 export const MediaKind = z.enum(["image", "video", "audio", "document"]);
@@ -81,9 +84,10 @@ export function hasContent(m: { body?: string | null; media?: unknown; location?
 
 // Optional for the server (product.md: a send without it is accepted, not deduplicated); the SDK
 // always sends one. 1-255 printable ASCII characters.
+const IDEMPOTENCY_KEY_RULE = "must be 1-255 printable ASCII characters (U+0020 to U+007E)";
 export const SendMessageHeaders = z.object({
   "idempotency-key": z
-    .string()
+    .string({ errorMap: () => ({ message: IDEMPOTENCY_KEY_RULE }) })
     .min(1)
     .max(255)
     .regex(/^[\x20-\x7E]+$/)
@@ -94,10 +98,10 @@ export type SendMessageHeaders = z.infer<typeof SendMessageHeaders>;
 export const RescheduleBody = z.object({ send_at: ZonedDateTime, timezone: TimezoneName.optional() }).strict();
 export type RescheduleBody = z.infer<typeof RescheduleBody>;
 
-// Query strings arrive as strings, hence z.coerce for integers.
+// Query strings arrive as strings: integers are queryInteger (coerced, one message naming the range).
 export const ListMessagesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
+    limit: queryInteger(1, 100).default(25),
     cursor: z.string().max(200).optional(),
     connection: ConnectionRef.optional(),
     status: MessageStatus.optional(),
@@ -111,7 +115,7 @@ export const ExportMessagesQuery = z
     connection: ConnectionRef.optional(),
     status: z.string().min(1).max(20).optional(),
     direction: Direction.optional(),
-    days: z.coerce.number().int().min(1).max(365).default(30),
+    days: queryInteger(1, 365).default(30),
   })
   .strict();
 export type ExportMessagesQuery = z.infer<typeof ExportMessagesQuery>;

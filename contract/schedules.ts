@@ -47,13 +47,16 @@ export const DailyRecurrence = z.object({ type: z.literal("daily"), hour, minute
 export type DailyRecurrence = z.infer<typeof DailyRecurrence>;
 export const WeeklyRecurrence = z.object({ type: z.literal("weekly"), hour, minute, days_of_week: DaysOfWeek }).strict();
 export type WeeklyRecurrence = z.infer<typeof WeeklyRecurrence>;
+const DAY_OF_MONTH_RULE = "must be an integer from 1 to 31, or -1 for the last day of the month";
 export const MonthlyRecurrence = z
   .object({
     type: z.literal("monthly"),
     hour,
     minute,
     // -1 is the last day of the month; 29-31 in a shorter month is the server's rule to resolve.
-    day_of_month: z.union([z.number().int().min(1).max(31), z.literal(-1)]),
+    day_of_month: z.union([z.number({ errorMap: () => ({ message: DAY_OF_MONTH_RULE }) }).int().min(1).max(31), z.literal(-1)], {
+      errorMap: () => ({ message: DAY_OF_MONTH_RULE }),
+    }),
   })
   .strict();
 export type MonthlyRecurrence = z.infer<typeof MonthlyRecurrence>;

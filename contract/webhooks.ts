@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionRef, ErrorInfo, IdParams, MessageStatus, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { ConnectionRef, ErrorInfo, IdParams, MessageStatus, NoBody, Timestamp, list, page, problems, queryInteger, type RouteMetadata } from "./common.js";
 import { Schedule } from "./schedules.js";
 
 const c = initContract();
@@ -123,7 +123,7 @@ export type WebhookDeliveryPage = z.infer<typeof WebhookDeliveryPage>;
 
 export const ListWebhookDeliveriesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
+    limit: queryInteger(1, 100).default(25),
     cursor: z.string().max(200).optional(),
     status: WebhookDeliveryStatus.optional(),
   })
