@@ -17,11 +17,12 @@ import {
   problems,
   queryInteger,
   type RouteMetadata,
+  chars,
 } from "./common.js";
 
 const c = initContract();
 
-const Phone = z.string().min(5).max(40);
+const Phone = chars(5, 40);
 
 /** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
 // When no option comes close (a number, null, an array), zod says only "Invalid input": the
@@ -38,10 +39,10 @@ export type MediaKind = z.infer<typeof MediaKind>;
 
 export const Media = z
   .object({
-    url: z.string().url().max(2048),
+    url: chars().url().max(2048),
     kind: MediaKind.optional(),
-    mimetype: z.string().min(3).max(255).optional(),
-    filename: z.string().min(1).max(255).optional(),
+    mimetype: chars(3, 255).optional(),
+    filename: chars(1, 255).optional(),
   })
   .strict();
 export type Media = z.infer<typeof Media>;
@@ -50,7 +51,7 @@ export const Location = z
   .object({
     latitude: z.number().min(-90).max(90),
     longitude: z.number().min(-180).max(180),
-    title: z.string().min(1).max(255).optional(),
+    title: chars(1, 255).optional(),
   })
   .strict();
 export type Location = z.infer<typeof Location>;
@@ -62,7 +63,7 @@ export const SendMessageBody = z
   .object({
     connection: ConnectionRef,
     to: Recipient,
-    body: z.string().max(4096).optional(),
+    body: chars(0, 4096).optional(),
     media: Media.optional(),
     location: Location.optional(),
     context: FreeObject.optional(),
@@ -87,10 +88,7 @@ export function hasContent(m: { body?: string | null; media?: unknown; location?
 // always sends one. 1-255 printable ASCII characters.
 const IDEMPOTENCY_KEY_RULE = "must be 1-255 printable ASCII characters (U+0020 to U+007E)";
 export const SendMessageHeaders = z.object({
-  "idempotency-key": z
-    .string({ errorMap: () => ({ message: IDEMPOTENCY_KEY_RULE }) })
-    .min(1)
-    .max(255)
+  "idempotency-key": chars(1, 255, { errorMap: () => ({ message: IDEMPOTENCY_KEY_RULE }) })
     .regex(/^[\x20-\x7E]+$/)
     .optional(),
 });
@@ -103,7 +101,7 @@ export type RescheduleBody = z.infer<typeof RescheduleBody>;
 export const ListMessagesQuery = z
   .object({
     limit: queryInteger(1, 100).default(25),
-    cursor: z.string().max(200).optional(),
+    cursor: chars(0, 200).optional(),
     connection: ConnectionRef.optional(),
     status: MessageStatus.optional(),
     direction: Direction.optional(),
@@ -117,10 +115,7 @@ export const ExportMessagesQuery = z
     // Spec 4.1 gives this one as "string 1-20" (limits table: "status filter 1-20 characters"),
     // where the list's is "a message status": any such string is accepted, and one that is not a
     // status matches no rows (docs/decisions.md, "Validation messages and character counts").
-    status: z
-      .string()
-      .min(1)
-      .max(20)
+    status: chars(1, 20)
       .describe(`A message status (${MESSAGE_STATUSES.join(", ")}). Any string of 1-20 characters is accepted; one that is not a status matches no rows.`)
       .optional(),
     direction: Direction.optional(),

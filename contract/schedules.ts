@@ -2,7 +2,7 @@
 // are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { FreeObject, IdParams, Timestamp, TimezoneName, ZonedDateTime, list, problems, type RouteMetadata } from "./common.js";
+import { FreeObject, IdParams, Timestamp, TimezoneName, ZonedDateTime, list, problems, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
@@ -66,7 +66,7 @@ export type Recurrence = z.infer<typeof Recurrence>;
 
 export const CreateScheduleBody = z
   .object({
-    name: z.string().min(1).max(80),
+    name: chars(1, 80),
     timezone: TimezoneName,
     recurrence: Recurrence,
     // Free-form here (the spec leaves its validation open); the server checks it as a send body

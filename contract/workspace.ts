@@ -2,7 +2,7 @@
 // fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { IdParams, IssuableScope, PLAN_FEATURES, Role, ScopeSchema, Timestamp, list, problems, queryInteger, type RouteMetadata } from "./common.js";
+import { IdParams, IssuableScope, PLAN_FEATURES, Role, ScopeSchema, Timestamp, list, problems, queryInteger, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
@@ -11,7 +11,7 @@ export type Environment = z.infer<typeof Environment>;
 
 export const IssueApiKeyBody = z
   .object({
-    name: z.string().min(1).max(80),
+    name: chars(1, 80),
     scopes: z.array(IssuableScope).min(1),
     environment: Environment.default("live"),
   })
