@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere).
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionParams, ConnectionRef, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { ConnectionParams, ConnectionRef, IdParams, MAX_SAFE_INT, NoBody, Timestamp, list, page, problems, queryInteger, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
@@ -17,8 +17,8 @@ const micros = z.number().int().min(0).max(MAX_SAFE_INT);
 export const CreateAiCredentialBody = z
   .object({
     provider: AiProvider,
-    label: z.string().min(1).max(80),
-    api_key: z.string().min(8).max(8192).describe("Stored encrypted; never returned"),
+    label: chars(1, 80),
+    api_key: chars(8, 8192).describe("Stored encrypted; never returned"),
     base_url: z.string().url().optional(),
   })
   .strict();
@@ -29,8 +29,8 @@ export const AiPolicyBody = z
     credential_id: z.string().uuid(),
     enabled: z.boolean(),
     mode: AiMode,
-    model: z.string().min(1).max(120),
-    system_instruction: z.string().min(1).max(4000),
+    model: chars(1, 120),
+    system_instruction: chars(1, 4000),
     max_context_bytes: z.number().int().min(256).max(32768).default(8192),
     max_output_tokens: z.number().int().min(32).max(2000).default(300),
     monthly_cost_limit_micros: micros.nullable().default(null),
@@ -95,8 +95,8 @@ export type AiRun = z.infer<typeof AiRun>;
 
 export const ListAiRunsQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
-    cursor: z.string().max(200).optional(),
+    limit: queryInteger(1, 100).default(25),
+    cursor: chars(0, 200).optional(),
     connection: ConnectionRef.optional(),
   })
   .strict();

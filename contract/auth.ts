@@ -10,7 +10,19 @@ const SignInEmail = EmailAddress.max(320);
 export const RequestCodeBody = z.object({ email: SignInEmail }).strict();
 export type RequestCodeBody = z.infer<typeof RequestCodeBody>;
 
-export const VerifyCodeBody = z.object({ email: SignInEmail, code: z.string().regex(/^\d{6}$/) }).strict();
+/** The shape of a mailed sign-in code, for forms that check it before sending (the server does not: see below). */
+export const SignInCode = z.string().regex(/^\d{6}$/, "must be the six digits from the e-mail");
+
+// `code` is any string: the mailed code is six digits (`^\d{6}$`), but a code of another shape is
+// a wrong code, answered with the same 401 and counted as a failed attempt, so the verify answer
+// never differs by the guess's shape (spec 4.8: every verify failure is the same error). A body
+// without `code`, or with a non-string one, is a malformed request: 400 (docs/decisions.md).
+export const VerifyCodeBody = z
+  .object({
+    email: SignInEmail,
+    code: z.string().describe("The six-digit code from the mail. Any other value is a wrong code: the same 401, counted as a failed attempt."),
+  })
+  .strict();
 export type VerifyCodeBody = z.infer<typeof VerifyCodeBody>;
 
 // Byte-for-byte the same for every address so the answer does not reveal who has an account.

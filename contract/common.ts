@@ -1,6 +1,49 @@
 // Shapes shared by every resource of the contract. This folder is the only place a field's shape
 // or limit is written: the server, the SDK and the OpenAPI document all read it from here.
-import { z } from "zod";
+import { z, ZodString, type ParseInput, type ParseReturnType, type RawCreateParams, type SyncParseReturnType, type ZodStringCheck } from "zod";
+
+/** A string's length in characters (Unicode code points), as the spec and JSON Schema count it. */
+export function charCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
+ * A zod string whose `.min()`, `.max()` and `.length()` count characters (code points) instead of
+ * UTF-16 code units: "max 4096 characters" takes 4096 emoji, as the OpenAPI document's
+ * `maxLength` (JSON Schema counts code points) promises. It stays a `ZodString` with the same
+ * checks, so zod-to-json-schema still writes minLength/maxLength and web/src/schema-limits.ts still
+ * reads `minLength`/`maxLength`; every check added to it keeps the class.
+ */
+export class ZodCharString extends ZodString {
+  override _parse(input: ParseInput): ParseReturnType<string> {
+    const isLength = (c: ZodStringCheck) => c.kind === "min" || c.kind === "max" || c.kind === "length";
+    const lengthChecks = this._def.checks.filter(isLength);
+    const other = new ZodString({ ...this._def, checks: this._def.checks.filter((c) => !isLength(c)) })._parse(input) as SyncParseReturnType<string>;
+    if (lengthChecks.length === 0 || other.status === "aborted") return other;
+    // zod's own length checks (its messages, error maps and path) on one code unit per character.
+    const counted = new ZodString({ ...this._def, checks: lengthChecks })._parse({
+      data: "x".repeat(charCount(other.value)),
+      path: input.path,
+      parent: input.parent,
+    }) as SyncParseReturnType<string>;
+    if (counted.status === "aborted") return counted;
+    return other.status === "dirty" || counted.status === "dirty" ? { status: "dirty", value: other.value } : other;
+  }
+
+  override _addCheck(check: ZodStringCheck): ZodCharString {
+    return new ZodCharString({ ...this._def, checks: [...this._def.checks, check] });
+  }
+}
+
+/** A string of `min` to `max` characters (code points); the one way the contract writes a string limit. */
+export function chars(min = 0, max?: number, params?: RawCreateParams): ZodCharString {
+  let s = new ZodCharString(z.string(params)._def);
+  if (min > 0) s = s.min(min) as ZodCharString;
+  if (max !== undefined) s = s.max(max) as ZodCharString;
+  return s;
+}
 
 /** Every scope a credential can carry (spec 5.1). `usage:read` exists but cannot be issued (2.5). */
 export const ALL_SCOPES = [
@@ -124,9 +167,7 @@ export function problems<S extends number>(...statuses: S[]): Record<S, typeof P
 export const NoBody = z.undefined();
 
 /** RFC 3339 date-time with a mandatory zone designator and a real calendar date. */
-export const ZonedDateTime = z
-  .string()
-  .max(64)
+export const ZonedDateTime = chars(0, 64)
   .refine(isRealZonedDateTime, { message: "must be an RFC 3339 date-time with a zone designator (Z or ±hh:mm) and a real calendar date" });
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
@@ -154,7 +195,7 @@ export function isRealZonedDateTime(value: string): boolean {
  * usual implementations require a dot in the host and would refuse `admin@localhost`.
  */
 export const EMAIL_PATTERN = /^[^\s@"(),:;<>[\\\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-export const EmailAddress = z.string().regex(EMAIL_PATTERN, "must be an e-mail address");
+export const EmailAddress = chars().regex(EMAIL_PATTERN, "must be an e-mail address");
 
 /** A free-form JSON object with string keys. */
 export const FreeObject = z.record(z.string(), z.unknown());
@@ -165,23 +206,33 @@ export function page<T extends z.ZodTypeAny>(item: T) {
 }
 
 /** Prefixed, time-sortable identifier, e.g. `msg_01J…`. */
-export const Id = (prefix: string) => z.string().min(1).max(64).describe(`Identifier with prefix \`${prefix}_\``);
+export const Id = (prefix: string) => chars(1, 64).describe(`Identifier with prefix \`${prefix}_\``);
 
 export const Timestamp = z.string().describe("RFC 3339 UTC instant");
 
 // ---- Added with the full contract (additions only; nothing above changes). ----
 
 /** A connection reference (its slug) wherever one is named: paths, queries, bodies (spec 8: 1-40). */
-export const ConnectionRef = z.string().min(1).max(40);
+export const ConnectionRef = chars(1, 40);
 
 /** IANA timezone name; whether it exists is the server's check (400 with its own message). */
-export const TimezoneName = z.string().min(1).max(64);
+export const TimezoneName = chars(1, 64);
 
 /** Path parameter `id` of every resource addressed by identifier. */
-export const IdParams = z.object({ id: z.string().min(1).max(64) });
+export const IdParams = z.object({ id: chars(1, 64) });
 
 /** Path parameter `connection` (the slug). Lookups accept 1-40 and answer 404, not 400, for unknown slugs. */
 export const ConnectionParams = z.object({ connection: ConnectionRef });
+
+/**
+ * An integer query parameter (query strings arrive as strings, hence the coercion). Every way it
+ * can be wrong (not a number, `abc` coerced to NaN, a fraction, out of range) gets the one message
+ * naming the rule, instead of zod's `Expected number, received nan`.
+ */
+export function queryInteger(min: number, max: number) {
+  const message = `must be an integer from ${min} to ${max}`;
+  return z.coerce.number({ errorMap: () => ({ message }) }).int().min(min).max(max);
+}
 
 /** Largest integer every JSON parser reads exactly (2^53 - 1), the ceiling of the spec's cost fields. */
 export const MAX_SAFE_INT = 9007199254740991;

@@ -2,23 +2,24 @@
 // fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionParams, ConnectionRef, NoBody, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+import { ConnectionParams, ConnectionRef, NoBody, Timestamp, list, problems, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
 export const CONNECTION_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$/;
 
-export const ConnectionSlug = z.string().min(3).max(40).regex(CONNECTION_SLUG_PATTERN);
+const SLUG_RULE = "must be 3-40 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
+export const ConnectionSlug = chars(3, 40, { errorMap: () => ({ message: SLUG_RULE }) }).regex(CONNECTION_SLUG_PATTERN);
 export type ConnectionSlug = z.infer<typeof ConnectionSlug>;
 
 export const CONNECTION_STATES = ["created", "pairing", "connected", "disconnected", "suspended"] as const;
 export const ConnectionState = z.enum(CONNECTION_STATES);
 export type ConnectionState = z.infer<typeof ConnectionState>;
 
-export const CreateConnectionBody = z.object({ slug: ConnectionSlug, name: z.string().min(1).max(80).optional() }).strict();
+export const CreateConnectionBody = z.object({ slug: ConnectionSlug, name: chars(1, 80).optional() }).strict();
 export type CreateConnectionBody = z.infer<typeof CreateConnectionBody>;
 
-export const GrantParams = z.object({ connection: ConnectionRef, grantId: z.string().min(1).max(64) });
+export const GrantParams = z.object({ connection: ConnectionRef, grantId: chars(1, 64) });
 export type GrantParams = z.infer<typeof GrantParams>;
 
 export const Connection = z.object({

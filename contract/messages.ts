@@ -8,25 +8,30 @@ import {
   ErrorInfo,
   FreeObject,
   IdParams,
+  MESSAGE_STATUSES,
   MessageStatus,
   Timestamp,
   TimezoneName,
   ZonedDateTime,
   page,
   problems,
+  queryInteger,
   type RouteMetadata,
+  chars,
 } from "./common.js";
 
 const c = initContract();
 
-const Phone = z.string().min(5).max(40);
+const Phone = chars(5, 40);
 
 /** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
-export const Recipient = z.union([
-  Phone,
-  z.object({ phone: Phone }).strict(),
-  z.object({ group: Phone }).strict(),
-]);
+// When no option comes close (a number, null, an array), zod says only "Invalid input": the
+// union's own message names the accepted shapes instead.
+export const Recipient = z.union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
+  errorMap: (issue, ctx) => ({
+    message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
+  }),
+});
 export type Recipient = z.infer<typeof Recipient>;
 
 export const MediaKind = z.enum(["image", "video", "audio", "document"]);
@@ -34,10 +39,10 @@ export type MediaKind = z.infer<typeof MediaKind>;
 
 export const Media = z
   .object({
-    url: z.string().url().max(2048),
+    url: chars().url().max(2048),
     kind: MediaKind.optional(),
-    mimetype: z.string().min(3).max(255).optional(),
-    filename: z.string().min(1).max(255).optional(),
+    mimetype: chars(3, 255).optional(),
+    filename: chars(1, 255).optional(),
   })
   .strict();
 export type Media = z.infer<typeof Media>;
@@ -46,7 +51,7 @@ export const Location = z
   .object({
     latitude: z.number().min(-90).max(90),
     longitude: z.number().min(-180).max(180),
-    title: z.string().min(1).max(255).optional(),
+    title: chars(1, 255).optional(),
   })
   .strict();
 export type Location = z.infer<typeof Location>;
@@ -58,7 +63,7 @@ export const SendMessageBody = z
   .object({
     connection: ConnectionRef,
     to: Recipient,
-    body: z.string().max(4096).optional(),
+    body: chars(0, 4096).optional(),
     media: Media.optional(),
     location: Location.optional(),
     context: FreeObject.optional(),
@@ -81,11 +86,9 @@ export function hasContent(m: { body?: string | null; media?: unknown; location?
 
 // Optional for the server (product.md: a send without it is accepted, not deduplicated); the SDK
 // always sends one. 1-255 printable ASCII characters.
+const IDEMPOTENCY_KEY_RULE = "must be 1-255 printable ASCII characters (U+0020 to U+007E)";
 export const SendMessageHeaders = z.object({
-  "idempotency-key": z
-    .string()
-    .min(1)
-    .max(255)
+  "idempotency-key": chars(1, 255, { errorMap: () => ({ message: IDEMPOTENCY_KEY_RULE }) })
     .regex(/^[\x20-\x7E]+$/)
     .optional(),
 });
@@ -94,11 +97,11 @@ export type SendMessageHeaders = z.infer<typeof SendMessageHeaders>;
 export const RescheduleBody = z.object({ send_at: ZonedDateTime, timezone: TimezoneName.optional() }).strict();
 export type RescheduleBody = z.infer<typeof RescheduleBody>;
 
-// Query strings arrive as strings, hence z.coerce for integers.
+// Query strings arrive as strings: integers are queryInteger (coerced, one message naming the range).
 export const ListMessagesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
-    cursor: z.string().max(200).optional(),
+    limit: queryInteger(1, 100).default(25),
+    cursor: chars(0, 200).optional(),
     connection: ConnectionRef.optional(),
     status: MessageStatus.optional(),
     direction: Direction.optional(),
@@ -109,9 +112,14 @@ export type ListMessagesQuery = z.infer<typeof ListMessagesQuery>;
 export const ExportMessagesQuery = z
   .object({
     connection: ConnectionRef.optional(),
-    status: z.string().min(1).max(20).optional(),
+    // Spec 4.1 gives this one as "string 1-20" (limits table: "status filter 1-20 characters"),
+    // where the list's is "a message status": any such string is accepted, and one that is not a
+    // status matches no rows (docs/decisions.md, "Validation messages and character counts").
+    status: chars(1, 20)
+      .describe(`A message status (${MESSAGE_STATUSES.join(", ")}). Any string of 1-20 characters is accepted; one that is not a status matches no rows.`)
+      .optional(),
     direction: Direction.optional(),
-    days: z.coerce.number().int().min(1).max(365).default(30),
+    days: queryInteger(1, 365).default(30),
   })
   .strict();
 export type ExportMessagesQuery = z.infer<typeof ExportMessagesQuery>;

@@ -4,7 +4,7 @@
 // register and token endpoints use the RFC 6749 shape `{error, error_description}`, not Problem.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { NoBody, problems, Role, Timestamp, type RouteMetadata, type Scope } from "./common.js";
+import { NoBody, problems, Role, Timestamp, type RouteMetadata, type Scope, chars } from "./common.js";
 
 const c = initContract();
 
@@ -20,16 +20,12 @@ export const OAuthError = z.object({
 export type OAuthError = z.infer<typeof OAuthError>;
 
 // RFC 7636 4.1: 43-128 characters of the unreserved set; an S256 challenge is 43 base64url characters.
-const Pkce = z
-  .string()
-  .min(43)
-  .max(128)
-  .regex(/^[A-Za-z0-9._~-]+$/);
+const Pkce = chars(43, 128).regex(/^[A-Za-z0-9._~-]+$/);
 
 export const RegisterClientBody = z
   .object({
-    redirect_uris: z.array(z.string().url().max(2048)).min(1).describe("Exact-match redirects: https, or http on a loopback address"),
-    client_name: z.string().min(1).max(200).optional(),
+    redirect_uris: z.array(chars().url().max(2048)).min(1).describe("Exact-match redirects: https, or http on a loopback address"),
+    client_name: chars(1, 200).optional(),
     token_endpoint_auth_method: z.literal("none").optional().describe("Public clients only; no client secret is issued"),
     grant_types: z.array(z.string()).optional(),
     response_types: z.array(z.string()).optional(),
@@ -51,13 +47,13 @@ export type RegisteredClient = z.infer<typeof RegisteredClient>;
 export const AuthorizeQuery = z
   .object({
     response_type: z.literal("code"),
-    client_id: z.string().min(1).max(2048).describe("A registered client's id, or the https URL of its Client ID Metadata Document"),
-    redirect_uri: z.string().url().max(2048),
+    client_id: chars(1, 2048).describe("A registered client's id, or the https URL of its Client ID Metadata Document"),
+    redirect_uri: chars().url().max(2048),
     code_challenge: Pkce,
     code_challenge_method: z.literal("S256"),
-    scope: z.string().max(200).optional().describe("Space-separated: mcp:read, mcp:write"),
-    state: z.string().max(1024).optional(),
-    resource: z.string().url().max(2048).optional().describe("RFC 8707 resource indicator: {web_url}/v1/mcp"),
+    scope: chars(0, 200).optional().describe("Space-separated: mcp:read, mcp:write"),
+    state: chars(0, 1024).optional(),
+    resource: chars().url().max(2048).optional().describe("RFC 8707 resource indicator: {web_url}/v1/mcp"),
   })
   .passthrough();
 export type AuthorizeQuery = z.infer<typeof AuthorizeQuery>;
@@ -67,12 +63,12 @@ export type AuthorizeQuery = z.infer<typeof AuthorizeQuery>;
 export const TokenRequestBody = z
   .object({
     grant_type: z.enum(["authorization_code", "refresh_token"]),
-    code: z.string().max(512).optional(),
-    redirect_uri: z.string().max(2048).optional(),
-    code_verifier: z.string().max(128).optional(),
-    client_id: z.string().max(2048).optional(),
-    refresh_token: z.string().max(512).optional(),
-    resource: z.string().max(2048).optional(),
+    code: chars(0, 512).optional(),
+    redirect_uri: chars(0, 2048).optional(),
+    code_verifier: chars(0, 128).optional(),
+    client_id: chars(0, 2048).optional(),
+    refresh_token: chars(0, 512).optional(),
+    resource: chars(0, 2048).optional(),
   })
   .passthrough();
 export type TokenRequestBody = z.infer<typeof TokenRequestBody>;
@@ -103,7 +99,7 @@ export const AuthorizedClientList = z.object({ data: z.array(AuthorizedClient) }
 export const CONSENT_PAGE_PATH = "/oauth/consent";
 
 /** The checked authorization request as `/v1/oauth/authorize` sealed it (signed, valid 10 minutes). */
-const SealedRequest = z.string().min(1).max(16_384).describe("The `request` parameter of the consent page's address, as the authorization endpoint sealed it");
+const SealedRequest = chars(1, 16_384).describe("The `request` parameter of the consent page's address, as the authorization endpoint sealed it");
 
 export const ConsentQuery = z.object({ request: SealedRequest }).strict();
 export type ConsentQuery = z.infer<typeof ConsentQuery>;
@@ -204,7 +200,7 @@ export const oauth = c.router(
       path: "/v1/oauth/authorizations/:id",
       summary: "Revoke a client's authorization (extension)",
       description: "Ends every access and refresh token of this authorization at once. Session only; a member revokes their own.",
-      pathParams: z.object({ id: z.string().min(1).max(64) }),
+      pathParams: z.object({ id: chars(1, 64) }),
       body: c.noBody(),
       responses: { 204: NoBody, ...problems(401, 403, 404, 429) },
       metadata: session,

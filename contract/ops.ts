@@ -2,18 +2,18 @@
 // callback. /healthz, /readyz, /metrics and /.well-known/* are served outside ts-rest.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { FreeObject, ZonedDateTime, problems, type RouteMetadata } from "./common.js";
+import { FreeObject, ZonedDateTime, problems, type RouteMetadata, chars } from "./common.js";
 import { Location, Media } from "./messages.js";
 
 const c = initContract();
 
-const Phone = z.string().min(5).max(40);
+const Phone = chars(5, 40);
 // The dedupe key: a redelivered event with a seen event_id is acknowledged and ignored.
-const EventId = z.string().min(1).max(200);
+const EventId = chars(1, 200);
 
 export const ProviderCallbackParams = z.object({
-  providerName: z.string().min(1).max(40).describe("Engine name, e.g. `sandbox`"),
-  token: z.string().min(1).max(200).describe("The connection's callback_token"),
+  providerName: chars(1, 40).describe("Engine name, e.g. `sandbox`"),
+  token: chars(1, 200).describe("The connection's callback_token"),
 });
 export type ProviderCallbackParams = z.infer<typeof ProviderCallbackParams>;
 
@@ -32,10 +32,10 @@ export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
 /** What the network reports of a message it carried: its id and content, inbound or written on the phone. */
 const ReportedMessage = z.object({
   event_id: EventId,
-  provider_message_id: z.string().min(1).max(200),
+  provider_message_id: chars(1, 200),
   to: Phone.optional(),
   group: Phone.optional(),
-  body: z.string().max(4096).optional(),
+  body: chars(0, 4096).optional(),
   media: Media.optional(),
   location: Location.optional(),
   timestamp: ZonedDateTime,
@@ -48,10 +48,10 @@ export const MessageStatusEvent = z
   .object({
     type: z.literal("message.status"),
     event_id: EventId,
-    message_id: z.string().min(1).max(64).describe("Our message id"),
-    provider_message_id: z.string().min(1).max(200).optional(),
+    message_id: chars(1, 64).describe("Our message id"),
+    provider_message_id: chars(1, 200).optional(),
     status: z.enum(["sent", "delivered", "read", "failed"]),
-    error: z.object({ code: z.string().min(1).max(100), message: z.string().max(1000) }).strict().optional(),
+    error: z.object({ code: chars(1, 100), message: chars(0, 1000) }).strict().optional(),
     timestamp: ZonedDateTime,
   })
   .strict();

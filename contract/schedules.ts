@@ -2,7 +2,7 @@
 // are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { FreeObject, IdParams, Timestamp, TimezoneName, ZonedDateTime, list, problems, type RouteMetadata } from "./common.js";
+import { FreeObject, IdParams, Timestamp, TimezoneName, ZonedDateTime, list, problems, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
@@ -47,13 +47,16 @@ export const DailyRecurrence = z.object({ type: z.literal("daily"), hour, minute
 export type DailyRecurrence = z.infer<typeof DailyRecurrence>;
 export const WeeklyRecurrence = z.object({ type: z.literal("weekly"), hour, minute, days_of_week: DaysOfWeek }).strict();
 export type WeeklyRecurrence = z.infer<typeof WeeklyRecurrence>;
+const DAY_OF_MONTH_RULE = "must be an integer from 1 to 31, or -1 for the last day of the month";
 export const MonthlyRecurrence = z
   .object({
     type: z.literal("monthly"),
     hour,
     minute,
     // -1 is the last day of the month; 29-31 in a shorter month is the server's rule to resolve.
-    day_of_month: z.union([z.number().int().min(1).max(31), z.literal(-1)]),
+    day_of_month: z.union([z.number({ errorMap: () => ({ message: DAY_OF_MONTH_RULE }) }).int().min(1).max(31), z.literal(-1)], {
+      errorMap: () => ({ message: DAY_OF_MONTH_RULE }),
+    }),
   })
   .strict();
 export type MonthlyRecurrence = z.infer<typeof MonthlyRecurrence>;
@@ -63,7 +66,7 @@ export type Recurrence = z.infer<typeof Recurrence>;
 
 export const CreateScheduleBody = z
   .object({
-    name: z.string().min(1).max(80),
+    name: chars(1, 80),
     timezone: TimezoneName,
     recurrence: Recurrence,
     // Free-form here (the spec leaves its validation open); the server checks it as a send body

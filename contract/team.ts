@@ -2,14 +2,14 @@
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { EmailAddress, IdParams, NoBody, Role, Timestamp, problems, type RouteMetadata } from "./common.js";
+import { EmailAddress, IdParams, NoBody, Role, Timestamp, problems, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
 export const InviteMemberBody = z.object({ email: EmailAddress.max(254), role: Role }).strict();
 export type InviteMemberBody = z.infer<typeof InviteMemberBody>;
 
-export const AcceptInvitationBody = z.object({ token: z.string().min(20).max(200) }).strict();
+export const AcceptInvitationBody = z.object({ token: chars(20, 200) }).strict();
 export type AcceptInvitationBody = z.infer<typeof AcceptInvitationBody>;
 
 export const UpdateMemberBody = z.object({ role: Role }).strict();

@@ -2,7 +2,7 @@
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { ConnectionRef, ErrorInfo, IdParams, MessageStatus, NoBody, Timestamp, list, page, problems, type RouteMetadata } from "./common.js";
+import { ConnectionRef, ErrorInfo, IdParams, MessageStatus, NoBody, Timestamp, list, page, problems, queryInteger, type RouteMetadata, chars } from "./common.js";
 import { Schedule } from "./schedules.js";
 
 const c = initContract();
@@ -60,11 +60,11 @@ export type AiReplySentData = z.infer<typeof AiReplySentData>;
 
 export const CreateWebhookEndpointBody = z
   .object({
-    url: z.string().url().max(2048).describe("Publicly reachable https URL; private addresses are refused (400)"),
-    description: z.string().max(200).optional(),
+    url: chars().url().max(2048).describe("Publicly reachable https URL; private addresses are refused (400)"),
+    description: chars(0, 200).optional(),
     // Not an enum on purpose: the server checks names against WEBHOOK_EVENTS and answers 400 naming
     // the unknown ones, which a schema enum would turn into an opaque validation error.
-    events: z.array(z.string().min(1).max(100)).min(1).max(32).describe(`Event names, one of: ${WEBHOOK_EVENTS.join(", ")}`),
+    events: z.array(chars(1, 100)).min(1).max(32).describe(`Event names, one of: ${WEBHOOK_EVENTS.join(", ")}`),
     connection: ConnectionRef.optional().describe("Restrict the endpoint to one connection (plan-gated: 402)"),
   })
   .strict();
@@ -123,14 +123,14 @@ export type WebhookDeliveryPage = z.infer<typeof WebhookDeliveryPage>;
 
 export const ListWebhookDeliveriesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(25),
-    cursor: z.string().max(200).optional(),
+    limit: queryInteger(1, 100).default(25),
+    cursor: chars(0, 200).optional(),
     status: WebhookDeliveryStatus.optional(),
   })
   .strict();
 export type ListWebhookDeliveriesQuery = z.infer<typeof ListWebhookDeliveriesQuery>;
 
-export const WebhookDeliveryParams = z.object({ id: z.string().min(1).max(64), deliveryId: z.string().min(1).max(64) });
+export const WebhookDeliveryParams = z.object({ id: chars(1, 64), deliveryId: chars(1, 64) });
 
 // Spec 4.4 marks session auth; 5.11 also lets a key with webhooks:write register its own endpoint.
 // A session must also hold a role that may manage webhook endpoints (product.md, Roles).

@@ -2,7 +2,7 @@
 // fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
-import { IdParams, IssuableScope, PLAN_FEATURES, Role, ScopeSchema, Timestamp, list, problems, type RouteMetadata } from "./common.js";
+import { IdParams, IssuableScope, PLAN_FEATURES, Role, ScopeSchema, Timestamp, list, problems, queryInteger, type RouteMetadata, chars } from "./common.js";
 
 const c = initContract();
 
@@ -11,7 +11,7 @@ export type Environment = z.infer<typeof Environment>;
 
 export const IssueApiKeyBody = z
   .object({
-    name: z.string().min(1).max(80),
+    name: chars(1, 80),
     scopes: z.array(IssuableScope).min(1),
     environment: Environment.default("live"),
   })
@@ -19,7 +19,7 @@ export const IssueApiKeyBody = z
 export type IssueApiKeyBody = z.infer<typeof IssueApiKeyBody>;
 
 // The spec gives the range only; 30 days is our default, the same as the export's.
-export const UsageQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) }).strict();
+export const UsageQuery = z.object({ days: queryInteger(1, 365).default(30) }).strict();
 export type UsageQuery = z.infer<typeof UsageQuery>;
 
 export const Whoami = z.object({

@@ -173,7 +173,8 @@ describe("AI policies", () => {
       ["input_cost_micros_per_million", [0, MAX_SAFE_INT], [-1, MAX_SAFE_INT + 1, null]],
       ["output_cost_micros_per_million", [0, MAX_SAFE_INT], [-1, MAX_SAFE_INT + 1, null]],
       ["model", ["m", "m".repeat(120)], ["", "m".repeat(121)]],
-      ["system_instruction", ["s", "s".repeat(4000)], ["", "s".repeat(4001)]],
+      // Characters are code points: 4000 emoji (8000 UTF-16 units) are 4000 characters.
+      ["system_instruction", ["s", "s".repeat(4000), "😀".repeat(4000)], ["", "s".repeat(4001), "😀".repeat(4001)]],
       ["mode", ["draft", "auto"], ["manual"]],
       ["enabled", [true, false], ["yes"]],
       ["credential_id", [], ["not-a-uuid"]],

@@ -42,11 +42,33 @@ describe("dashboard sign-in", () => {
     expect(tooLong.json.code).to.equal("validation_failed");
   });
 
-  it("refuses a code that is not exactly six digits", async () => {
-    for (const code of ["12345", "1234567", "12345a", ""]) {
-      const res = await verify("x@example.test", code);
-      expect(res.status, code).to.equal(400);
+  it("answers a code that is not six digits with the very 401 of a wrong code, counted as a failed attempt", async () => {
+    const ws = await newWorkspace();
+    const since = testEnv().mailbox.mails.length;
+    await requestCode(ws.owner.email);
+    const code = await codeFor(ws.owner.email, since);
+    const wrong = await verify(ws.owner.email, code === "111111" ? "222222" : "111111");
+    expect(wrong.status).to.equal(401);
+    const shape = (res: typeof wrong) => ({ ...(res.json as Record<string, unknown>), request_id: undefined });
+    // The first call above and these four spend the code's five attempts.
+    for (const bad of ["12345", "1234567", "abcdef", ""]) {
+      const res = await verify(ws.owner.email, bad);
+      expect(res.status, bad).to.equal(401);
+      expect(res.headers.get("content-type"), bad).to.equal(wrong.headers.get("content-type"));
+      expect(shape(res), bad).to.deep.equal(shape(wrong));
     }
+    const exhausted = await verify(ws.owner.email, code);
+    expect(exhausted.status).to.equal(401);
+    expect(shape(exhausted)).to.deep.equal(shape(wrong));
+  });
+
+  it("still answers 400 to a verify body without a code or with a non-string code (malformed request)", async () => {
+    const missing = await http("POST", "/v1/auth/verify", { body: { email: "x@example.test" }, headers: { "x-forwarded-for": clientAddress() } });
+    expect(missing.status).to.equal(400);
+    expect(missing.json.code).to.equal("validation_failed");
+    const numeric = await http("POST", "/v1/auth/verify", { body: { email: "x@example.test", code: 123456 }, headers: { "x-forwarded-for": clientAddress() } });
+    expect(numeric.status).to.equal(400);
+    expect(numeric.json.code).to.equal("validation_failed");
   });
 
   it("signs in with the mailed code, sets a HttpOnly SameSite=Lax cookie, and the code is single-use", async () => {

@@ -191,6 +191,93 @@ describe("bad input at the HTTP edge", () => {
     expect((await http("GET", "/v1/connections", { headers: c.auth })).status).to.equal(200);
     expect((await http("GET", "/v1/whoami", { headers: c.auth })).status).to.equal(200);
   });
+  describe("validation details name the rule", () => {
+    let c: Awaited<ReturnType<typeof connected>>;
+    before(async () => {
+      c = await connected(await newWorkspace());
+    });
+    const errorsOf = (res: { json: Record<string, unknown> }) => res.json.errors as { path: string; message: string }[];
+
+    it("a connection slug: the characters, the length and the hyphens", async () => {
+      const rule = "must be 3-40 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
+      for (const slug of ["-bad", "bad-", "Bad", "ab", "a".repeat(41), "a_b", 42]) {
+        const res = await http("POST", "/v1/connections", { body: { slug }, headers: c.auth });
+        expect(res.status, String(slug)).to.equal(400);
+        expect(errorsOf(res), String(slug)).to.deep.equal([{ path: "body.slug", message: rule }]);
+      }
+      for (const slug of ["a-c", `b${"0".repeat(38)}b`]) {
+        const res = await http("POST", "/v1/connections", { body: { slug }, headers: c.auth });
+        expect(res.status, slug).to.equal(201);
+      }
+    });
+
+    it("a recipient that is neither a string nor {phone}/{group}", async () => {
+      for (const to of [15550002222, null, ["+15550002222"], true]) {
+        const res = await http("POST", "/v1/messages/text", { body: { connection: c.slug, to, body: "x" }, headers: c.auth });
+        expect(res.status, JSON.stringify(to)).to.equal(400);
+        expect(errorsOf(res), JSON.stringify(to)).to.deep.equal([
+          { path: "body.to", message: "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" },
+        ]);
+      }
+      // A near miss keeps the precise message of the option it nearly matched.
+      const short = await http("POST", "/v1/messages/text", { body: { connection: c.slug, to: "1234", body: "x" }, headers: c.auth });
+      expect(errorsOf(short)[0]!.path).to.equal("body.to");
+      expect(errorsOf(short)[0]!.message).to.match(/at least 5/);
+    });
+
+    it("an integer query parameter: not a number, out of range, a fraction or given twice", async () => {
+      for (const [path, name, rule] of [
+        ["/v1/messages?limit=abc", "limit", "must be an integer from 1 to 100"],
+        ["/v1/messages?limit=0", "limit", "must be an integer from 1 to 100"],
+        ["/v1/messages?limit=101", "limit", "must be an integer from 1 to 100"],
+        ["/v1/messages?limit=2.5", "limit", "must be an integer from 1 to 100"],
+        ["/v1/messages?limit=", "limit", "must be an integer from 1 to 100"],
+        ["/v1/messages/export?days=abc", "days", "must be an integer from 1 to 365"],
+        ["/v1/messages?limit=1&limit=2", "limit", "must be given once"],
+        ["/v1/messages?status=sent&status=read", "status", "must be given once"],
+      ] as const) {
+        const res = await http("GET", path, { headers: c.auth });
+        expect(res.status, path).to.equal(400);
+        expect(errorsOf(res), path).to.deep.equal([{ path: `query.${name}`, message: rule }]);
+      }
+      for (const path of ["/v1/messages?limit=1", "/v1/messages?limit=100"]) expect((await http("GET", path, { headers: c.auth })).status, path).to.equal(200);
+    });
+
+    it("an Idempotency-Key that is not 1-255 printable ASCII characters", async () => {
+      const rule = "must be 1-255 printable ASCII characters (U+0020 to U+007E)";
+      const body = () => Buffer.from(JSON.stringify({ connection: c.slug, to: uniquePhone(), body: "key" }));
+      for (const key of ["clé-1", "k".repeat(256), "tab\there"]) {
+        const res = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth, "idempotency-key": key }, body: body() });
+        expect(res.status, key).to.equal(400);
+        expect(res.json.errors, key).to.deep.equal([{ path: "headers.idempotency-key", message: rule }]);
+      }
+      for (const key of ["k".repeat(255), "~ !"]) {
+        const res = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth, "idempotency-key": key }, body: body() });
+        expect(res.status, key).to.equal(202);
+      }
+    });
+
+    it("a schedule's day_of_month names 1-31 and -1", async () => {
+      const rule = "must be an integer from 1 to 31, or -1 for the last day of the month";
+      const create = (day_of_month: unknown) =>
+        http("POST", "/v1/schedules", {
+          body: {
+            name: "monthly",
+            timezone: "UTC",
+            recurrence: { type: "monthly", hour: 9, minute: 0, day_of_month },
+            message: { connection: c.slug, to: uniquePhone(), body: "x" },
+          },
+          headers: c.auth,
+        });
+      for (const day of [-2, 0, 32, 1.5, "1", null]) {
+        const res = await create(day);
+        expect(res.status, String(day)).to.equal(400);
+        expect(errorsOf(res), String(day)).to.deep.equal([{ path: "body.recurrence.day_of_month", message: rule }]);
+      }
+      for (const day of [-1, 1, 31]) expect((await create(day)).status, String(day)).to.equal(201);
+    });
+  });
+
   it("tells a JSON scalar body (null, a number, a string) from malformed JSON: it must be an object", async () => {
     const ws = await newWorkspace();
     const c = await connected(ws);

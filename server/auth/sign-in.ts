@@ -75,7 +75,8 @@ export class SignInService {
       .catch((err: unknown) => this.logger.error({ err }, "sign-in mail failed"));
   }
 
-  /** Returns the new session's token; throws the one uniform 401 on any failure. */
+  /** Returns the new session's token; throws the one uniform 401 on any failure. `code` may be any string (the
+   *  contract does not check its shape): one that is not six digits never matches and fails like a wrong one. */
   async verify(rawEmail: string, code: string, ip: string): Promise<{ token: string; userId: string; workspaceId: string | null }> {
     const email = rawEmail.toLowerCase();
     const failure = new ApiError("unauthorized", "The code is wrong, expired or used up. Request a new code.");

@@ -65,7 +65,16 @@ export class ApiError extends Error {
 }
 
 export function zodFieldErrors(error: ZodError, prefix?: string): FieldError[] {
-  return error.issues.map((i) => ({ path: [prefix, ...i.path].filter((p) => p !== undefined && p !== "").join("."), message: i.message }));
+  // A field breaking two checks that share one message (a slug too long and off the pattern) is listed once.
+  const seen = new Set<string>();
+  return error.issues
+    .map((i) => ({ path: [prefix, ...i.path].filter((p) => p !== undefined && p !== "").join("."), message: i.message }))
+    .filter((e) => {
+      const key = `${e.path}\u0000${e.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
 }
 
 export function problemBody(err: ApiError, requestId: string): Record<string, unknown> {

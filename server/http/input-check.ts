@@ -7,7 +7,8 @@
 //   would drop it without a word.
 // - A query parameter the route does not declare (routes without a query schema take none; those
 //   with one are strict in the contract).
-// - The Idempotency-Key header given twice: Node would join both into one key "a, b".
+// - The Idempotency-Key header given twice: Node would join both into one key "a, b". A query
+//   parameter given twice likewise (none is a list).
 // Bodies are at most 64 levels deep (server/http/json-body.ts); the walk is iterative anyway.
 import type { RequestHandler, Request } from "express";
 import type { AppRoute } from "@ts-rest/core";
@@ -21,6 +22,10 @@ export const checkInput: RequestHandler = (req, _res, next) => {
   const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
   if (route && !route.query && !route.path.startsWith("/v1/oauth/")) {
     for (const name of Object.keys(req.query as object)) errors.push({ path: `query.${name}`, message: "is not a parameter of this operation" });
+  } else if (route && !route.path.startsWith("/v1/oauth/")) {
+    // No parameter is a list: a repeated one (`?limit=1&limit=2`) arrives as an array, which the
+    // contract would refuse with a message about its type rather than the repetition.
+    for (const [name, value] of Object.entries(req.query as object)) if (Array.isArray(value)) errors.push({ path: `query.${name}`, message: "must be given once" });
   }
   findBadInput(req.params, "path", errors);
   findBadInput(req.query, "query", errors);
