@@ -2,7 +2,7 @@
 // (HttpOnly), so this page never holds anything but what the person typed.
 import { useState, type FormEvent } from "react";
 import { useMutation } from "@tanstack/react-query";
-import { RequestCodeBody, VerifyCodeBody } from "@svc/sdk/contract";
+import { RequestCodeBody, SignInCode, VerifyCodeBody } from "@svc/sdk/contract";
 import { api, expectOk, queryClient } from "../api";
 import { SESSION_KEY } from "../session";
 import { InvalidNote, ProblemNote } from "../ui";
@@ -30,9 +30,11 @@ export function SignIn() {
   };
   const submitCode = (e: FormEvent) => {
     e.preventDefault();
+    // The server takes any code (another shape is a wrong code); the page knows the mailed shape.
     const parsed = VerifyCodeBody.safeParse({ email: sentTo, code: code.trim() });
-    setInvalid(parsed.success ? null : "The code is the six digits from the e-mail.");
-    if (parsed.success) verify.mutate(parsed.data);
+    const shaped = SignInCode.safeParse(code.trim()).success;
+    setInvalid(parsed.success && shaped ? null : "The code is the six digits from the e-mail.");
+    if (parsed.success && shaped) verify.mutate(parsed.data);
   };
 
   return (
