@@ -34,6 +34,8 @@ export interface JobDefinition<T = unknown> {
 export class JobRunner {
   readonly agenda: Agenda;
   private started = false;
+  /** Jobs running in this process, so that stop() can wait for them. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   private constructor(
     agenda: Agenda,
@@ -102,14 +104,22 @@ export class JobRunner {
     this.agenda.define<T>(
       job.name,
       async (j) => {
+        const running = (async () => {
+          try {
+            // A job that meets a database outage (Agenda may have fetched it before the outage began)
+            // runs again once the database is back, within half its lock, rather than being marked
+            // failed and left to a sweep. Jobs are idempotent, so running again is safe.
+            await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
+          } catch (err) {
+            this.logger.error({ err, job: job.name }, "job failed");
+            throw err;
+          }
+        })();
+        this.inFlight.add(running);
         try {
-          // A job that meets a database outage (Agenda may have fetched it before the outage began)
-          // runs again once the database is back, within half its lock, rather than being marked
-          // failed and left to a sweep. Jobs are idempotent, so running again is safe.
-          await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
-        } catch (err) {
-          this.logger.error({ err, job: job.name }, "job failed");
-          throw err;
+          await running;
+        } finally {
+          this.inFlight.delete(running);
         }
       },
       { concurrency: job.concurrency ?? 5, lockLifetime, removeOnComplete: job.removeOnComplete ?? false },
@@ -125,12 +135,20 @@ export class JobRunner {
     return this.started;
   }
 
-  /** Finishes the jobs in flight (up to `timeoutMs`), then releases the rest for another process. */
+  /**
+   * Takes no more jobs and gives back at once those it had locked ahead of their time (Agenda
+   * locks what falls due before its next scan), then lets the jobs in flight finish, up to
+   * `timeoutMs`. (Agenda's drain() would leave the ones locked ahead locked for their whole lock
+   * lifetime: a recurring lane, or a job due in a second, would wait that long for another process.)
+   */
   async stop(timeoutMs = 10_000): Promise<void> {
     if (this.started) {
       this.started = false;
-      await this.agenda.drain({ timeout: timeoutMs } as Parameters<Agenda["drain"]>[0]);
-      await this.agenda.stop(true);
+      await this.agenda.stop(false);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+      await Promise.race([Promise.allSettled([...this.inFlight]), timeout]);
+      clearTimeout(timer);
     }
     await this.pool?.end().catch(() => undefined);
   }

@@ -12,6 +12,7 @@ import type { Schedule } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
+import { startChildGateway } from "./support/child-gateway.js";
 import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -301,5 +302,28 @@ describe("schedules firing", () => {
       expect(event).to.deep.include({ type: "schedule.fired", connection: null });
       expect(event!.data).to.deep.include({ message_id: null, message_status: null });
     });
+  });
+
+  it("gets its lanes back at once from a gateway that stops, not after their lock lifetime", async function () {
+    this.timeout(90_000);
+    const agenda = testEnv().gateway.ctx.jobs.agenda;
+    const lockedLanes = async () =>
+      ((await db().query(`SELECT name FROM agenda_jobs WHERE name LIKE 'schedules.fire-due.%' AND locked_at IS NOT NULL ORDER BY name`)) as { name: string }[]).map((r) => r.name);
+    // The test gateway takes no job meanwhile: every lock seen below is the child's.
+    await agenda.stop(false);
+    try {
+      await waitFor(lockedLanes, (locked) => locked.length === 0, 45_000);
+      const child = await startChildGateway();
+      try {
+        // Agenda locks a lane ahead of its run time, up to its next scan: seen as soon as the child works.
+        await waitFor(lockedLanes, (locked) => locked.length > 0, 30_000, 20);
+      } finally {
+        expect(await child.terminate()).to.equal(0);
+      }
+      // Given back with the stop: another process fires schedules at once.
+      expect(await lockedLanes()).to.deep.equal([]);
+    } finally {
+      await agenda.start();
+    }
   });
 });
