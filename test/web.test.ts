@@ -151,7 +151,13 @@ describe("dashboard: in a browser", function () {
     await page.getByLabel("Slug").fill("front-desk");
     await page.getByLabel("Slug").press("Enter");
     await page.getByRole("button", { name: "Pair front-desk" }).click();
-    await page.getByRole("img", { name: "Pairing QR code for front-desk" }).waitFor();
+    await page
+      .getByRole("img", { name: "Pairing QR code for front-desk" })
+      .waitFor()
+      .catch(async (err: Error) => {
+        // Whatever the page says instead (a problem's detail and request id) is the lead.
+        throw new Error(`${err.message}\npage alerts: ${JSON.stringify(await page.getByRole("alert").allTextContents())}`);
+      });
     await expectAccessible(page);
     await screenshot(page, "connections-pairing");
     // The phone: the sandbox's scan of what the QR encodes.
