@@ -34,8 +34,8 @@ export interface JobDefinition<T = unknown> {
 export class JobRunner {
   readonly agenda: Agenda;
   private started = false;
-  /** Jobs running in this process, so that stop() can wait for them. */
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Jobs running in this process, from Agenda's `start` to its `complete` (emitted once the job is saved and unlocked). */
+  private readonly running = new Set<object>();
 
   private constructor(
     agenda: Agenda,
@@ -44,6 +44,8 @@ export class JobRunner {
     private readonly pool: pg.Pool | undefined,
   ) {
     this.agenda = agenda;
+    agenda.on("start", (job: object) => this.running.add(job));
+    agenda.on("complete", (job: object) => this.running.delete(job));
   }
 
   static async create(options: JobRunnerOptions): Promise<JobRunner> {
@@ -104,22 +106,14 @@ export class JobRunner {
     this.agenda.define<T>(
       job.name,
       async (j) => {
-        const running = (async () => {
-          try {
-            // A job that meets a database outage (Agenda may have fetched it before the outage began)
-            // runs again once the database is back, within half its lock, rather than being marked
-            // failed and left to a sweep. Jobs are idempotent, so running again is safe.
-            await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
-          } catch (err) {
-            this.logger.error({ err, job: job.name }, "job failed");
-            throw err;
-          }
-        })();
-        this.inFlight.add(running);
         try {
-          await running;
-        } finally {
-          this.inFlight.delete(running);
+          // A job that meets a database outage (Agenda may have fetched it before the outage began)
+          // runs again once the database is back, within half its lock, rather than being marked
+          // failed and left to a sweep. Jobs are idempotent, so running again is safe.
+          await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
+        } catch (err) {
+          this.logger.error({ err, job: job.name }, "job failed");
+          throw err;
         }
       },
       { concurrency: job.concurrency ?? 5, lockLifetime, removeOnComplete: job.removeOnComplete ?? false },
@@ -145,10 +139,9 @@ export class JobRunner {
     if (this.started) {
       this.started = false;
       await this.agenda.stop(false);
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-      await Promise.race([Promise.allSettled([...this.inFlight]), timeout]);
-      clearTimeout(timer);
+      // Until each running job is saved and unlocked: the pool is closed right after.
+      const deadline = Date.now() + timeoutMs;
+      while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await this.pool?.end().catch(() => undefined);
   }

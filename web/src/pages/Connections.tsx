@@ -5,7 +5,7 @@ import { useMutation } from "@tanstack/react-query";
 import { QRCodeSVG } from "qrcode.react";
 import { CreateConnectionBody, sessionMayUse, type Role } from "@svc/sdk/contract";
 import type { Connection, PairingPayload } from "@svc/sdk";
-import { api, expectOk } from "../api";
+import { api, expectOk, SvcApiError } from "../api";
 import { refreshConnections, useConnections } from "../connections";
 import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
 
@@ -114,7 +114,7 @@ function PairingPanel({ connection, onClose }: { connection: Connection; onClose
     if (connected) return;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const next = async () => {
+    const next = async (attempt = 1): Promise<void> => {
       try {
         const grant = await expectOk(api.connections.pair({ params: { connection: slug } }));
         const payload = await expectOk(api.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
@@ -124,7 +124,11 @@ function PairingPanel({ connection, onClose }: { connection: Connection; onClose
         const left = Date.parse(payload.expires_at) - Date.now();
         timer = setTimeout(() => void next(), Math.max(1_000, left - 2_000));
       } catch (err) {
-        if (!stopped) setError(err);
+        if (stopped) return;
+        // Each pair replaces the connection's grant: a pair of an earlier run of this effect (a
+        // remount) that lands after ours leaves our grant gone (404). Ask again; ours is then the last.
+        if (err instanceof SvcApiError && err.status === 404 && attempt < 3) return next(attempt + 1);
+        setError(err);
       }
     };
     void next();
