@@ -1,6 +1,6 @@
 // The whole API contract: one nested router per resource. The server, the SDK and the OpenAPI
 // document (server/openapi/document.ts) all derive from this object.
-import { initContract } from "@ts-rest/core";
+import { initContract, isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
 import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
@@ -20,6 +20,11 @@ export const contract = c.router(
   { strictStatusCodes: true },
 );
 export type Contract = typeof contract;
+
+/** Every route of `router`, with its dotted name (`messages.cancel`). */
+export function routesOf(router: AppRouter, at: string[] = []): { name: string; route: AppRoute }[] {
+  return Object.entries(router).flatMap(([key, value]) => (isAppRoute(value) ? [{ name: [...at, key].join("."), route: value }] : routesOf(value, [...at, key])));
+}
 
 export * from "./common.js";
 export * from "./messages.js";

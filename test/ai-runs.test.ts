@@ -18,7 +18,7 @@ import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
-import { startChildGateway } from "./support/child-gateway.js";
+import { jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
 import { sleep, waitFor } from "./support/wait.js";
@@ -60,20 +60,6 @@ async function waitDue(t: AiConnection, contact: string): Promise<void> {
 async function runWith(options: Partial<AiRunnerOptions>, t: AiConnection, contact: string): Promise<void> {
   await waitDue(t, contact);
   await ownRunner(options).runDue(t.connectionId, contact);
-}
-
-/**
- * Runs `body` while the test gateway works no job at all, so that the child gateways it starts do
- * (a stopped runner bounces its jobs, and a bounced job may stay with the process that bounced it).
- */
-async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
-  const agenda = testEnv().gateway.ctx.jobs.agenda;
-  await agenda.stop(false);
-  try {
-    return await body();
-  } finally {
-    await agenda.start();
-  }
 }
 
 describe("AI runs", function () {

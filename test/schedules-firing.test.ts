@@ -12,7 +12,7 @@ import type { Schedule } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
-import { startChildGateway } from "./support/child-gateway.js";
+import { jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
 import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -306,12 +306,10 @@ describe("schedules firing", () => {
 
   it("gets its lanes back at once from a gateway that stops, not after their lock lifetime", async function () {
     this.timeout(90_000);
-    const agenda = testEnv().gateway.ctx.jobs.agenda;
     const lockedLanes = async () =>
       ((await db().query(`SELECT name FROM agenda_jobs WHERE name LIKE 'schedules.fire-due.%' AND locked_at IS NOT NULL ORDER BY name`)) as { name: string }[]).map((r) => r.name);
     // The test gateway takes no job meanwhile: every lock seen below is the child's.
-    await agenda.stop(false);
-    try {
+    await jobsLeftToChildren(async () => {
       await waitFor(lockedLanes, (locked) => locked.length === 0, 45_000);
       const child = await startChildGateway();
       try {
@@ -322,8 +320,6 @@ describe("schedules firing", () => {
       }
       // Given back with the stop: another process fires schedules at once.
       expect(await lockedLanes()).to.deep.equal([]);
-    } finally {
-      await agenda.start();
-    }
+    });
   });
 });

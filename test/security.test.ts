@@ -8,8 +8,8 @@
 // Public routes (auth: none) have none.
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
-import { contract, ISSUABLE_SCOPES, type RouteMetadata } from "../contract/index.js";
+import type { AppRoute } from "@ts-rest/core";
+import { contract, ISSUABLE_SCOPES, routesOf, type RouteMetadata } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { obtainTokens } from "./support/oauth.js";
@@ -25,16 +25,13 @@ interface Listed {
   params: string[];
 }
 
-function routesOf(router: AppRouter, path: string[] = []): Listed[] {
-  return Object.entries(router).flatMap(([key, value]) => {
-    const at = [...path, key];
-    if (!isAppRoute(value)) return routesOf(value, at);
-    const params = [...value.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
-    return [{ name: at.join("."), group: at[0]!, route: value, meta: value.metadata as RouteMetadata, params }];
-  });
-}
-
-const ROUTES = routesOf(contract);
+const ROUTES: Listed[] = routesOf(contract).map(({ name, route }) => ({
+  name,
+  group: name.split(".")[0]!,
+  route,
+  meta: route.metadata as RouteMetadata,
+  params: [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!),
+}));
 
 type Credential = { kind: "key"; key: string } | { kind: "session"; cookie: string } | { kind: "oauth"; token: string };
 type CredentialKind = Credential["kind"];

@@ -1,8 +1,8 @@
 // Which calls carry an Idempotency-Key. The contract is the source of truth: a route that declares
 // the `idempotency-key` header (today `messages.send`, POST /v1/messages/text) always gets one, so
 // that a retry, by the SDK or by the caller's own loop, can never become a second send.
-import { isAppRoute, type AppRoute, type AppRouter } from "@ts-rest/core";
-import { contract } from "../../contract/index.js";
+import type { AppRoute } from "@ts-rest/core";
+import { contract, routesOf } from "../../contract/index.js";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 
@@ -26,18 +26,12 @@ function declaresIdempotencyKey(route: AppRoute): boolean {
   return typeof headers?.shape === "object" && headers.shape !== null && IDEMPOTENCY_HEADER in headers.shape;
 }
 
-function collect(router: AppRouter, into: Set<string>): Set<string> {
-  for (const entry of Object.values(router)) {
-    if (isAppRoute(entry)) {
-      if (declaresIdempotencyKey(entry)) into.add(`${entry.method} ${entry.path}`);
-    } else {
-      collect(entry, into);
-    }
-  }
-  return into;
-}
-
-const idempotentRoutes = collect(contract, new Set([`${contract.messages.send.method} ${contract.messages.send.path}`]));
+const idempotentRoutes = new Set([
+  `${contract.messages.send.method} ${contract.messages.send.path}`,
+  ...routesOf(contract)
+    .filter(({ route }) => declaresIdempotencyKey(route))
+    .map(({ route }) => `${route.method} ${route.path}`),
+]);
 
 /** Whether calls to `route` must carry an Idempotency-Key. */
 export function requiresIdempotencyKey(route: { method: string; path: string }): boolean {

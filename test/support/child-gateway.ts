@@ -97,3 +97,18 @@ export async function startChildGateway(env: Record<string, string | undefined> 
     output: () => out,
   };
 }
+
+/**
+ * Runs `body` while the test gateway works no job at all, so that the child gateways it starts do
+ * (a stopped AI runner bounces its jobs, and a bounced job may stay with the process that bounced
+ * it; a lock seen meanwhile is a child's).
+ */
+export async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
+  const agenda = testEnv().gateway.ctx.jobs.agenda;
+  await agenda.stop(false);
+  try {
+    return await body();
+  } finally {
+    await agenda.start();
+  }
+}
