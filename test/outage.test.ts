@@ -11,37 +11,13 @@ import { expect } from "chai";
 import pg from "pg";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { loadConfig } from "../server/config.js";
-import { createScratchDatabase, testEnv } from "./setup.js";
+import { testEnv } from "./setup.js";
 import { clientAddress, signIn, uniqueEmail } from "./support/actors.js";
 import { freePort, startChildGateway, type ChildGateway } from "./support/child-gateway.js";
+import { ownDatabase, patiently, type OwnDatabase } from "./support/own-database.js";
 import { pairConnection, uniquePhone } from "./support/sandbox.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { sleep, waitFor } from "./support/wait.js";
-
-interface OwnDatabase {
-  url: string;
-  close(): Promise<void>;
-}
-
-/**
- * Retries what fails while the shared PostgreSQL server is full ("too many clients": other runs
- * on the same server), so that this file's own connections do not fail for that.
- */
-function patiently<T>(fn: () => Promise<T>): Promise<T> {
-  return waitFor(fn, () => true, 30_000, 500);
-}
-
-/** A database for this file alone, so the run's own gateway neither helps nor hinders. */
-async function ownDatabase(): Promise<OwnDatabase> {
-  const serverUrl = process.env.DATABASE_URL;
-  if (serverUrl) {
-    const scratch = await patiently(() => createScratchDatabase(serverUrl));
-    return { url: scratch.url, close: () => patiently(scratch.drop) };
-  }
-  const { startEmbeddedPostgres } = await import("../server/db/embedded.js");
-  const embedded = await startEmbeddedPostgres(undefined);
-  return { url: embedded.url, close: () => embedded.stop() };
-}
 
 /** Settings of a child gateway on `databaseUrl`: fast hand-offs and webhook retries, mail to the capture. */
 function childEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
