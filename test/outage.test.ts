@@ -163,8 +163,8 @@ describe("database outage", function () {
   it("stays up when the database goes away while idle, answers 503 meanwhile, and is ready again once it is back", async () => {
     await proxy.cut();
     // The pools' idle connections are reset: before, an error listener was missing and the
-    // process exited within three seconds.
-    await sleep(3000);
+    // process exited on the first such error. Once the errors are logged, it lived through them.
+    await waitFor(async () => child.process.exitCode !== null || /connection lost|notification channel lost/.test(child.output()), (seen) => seen, 20_000, 50);
     expect(child.process.exitCode, child.output()).to.equal(null);
     expect((await call(`${child.url}/healthz`)).status).to.equal(200);
     const ready = await call(`${child.url}/readyz`);
@@ -264,7 +264,8 @@ describe("database outage", function () {
     };
     const workers = [sender(), sender(), sender(), sender(), reader()];
 
-    await sleep(1500);
+    // Sends in flight before the cut.
+    await waitFor(async () => sent.length, (n) => n >= 20, 30_000, 20);
     // A schedule's fire due in the middle of the outage (made due in SQL, as the schedule tests do):
     // Agenda's lanes fire it after the outage.
     const api = createClient({ baseUrl: child.url, apiKey });
@@ -272,22 +273,22 @@ describe("database outage", function () {
       api.schedules.create({ body: { name: "outage", timezone: "UTC", recurrence: { type: "daily", hour: 3, minute: 0 }, message: { connection: slug, to: uniquePhone("+1558"), body: "fired" } } }),
     );
     // Whole milliseconds, as the gateway computes them: the fire records its run by this instant.
-    await db.query(`UPDATE schedules SET next_run_at = date_trunc('milliseconds', now() + interval '2500 milliseconds') WHERE id = $1`, [schedule.id]);
+    const [{ due }] = (await db.query<{ due: Date }>(`UPDATE schedules SET next_run_at = date_trunc('milliseconds', now() + interval '2500 milliseconds') WHERE id = $1 RETURNING next_run_at AS due`, [schedule.id])).rows as [{ due: Date }];
     phase = "during";
     await proxy.cut();
-    const cutAt = Date.now();
-    await sleep(1000);
     expect((await call(`${child.url}/healthz`)).status).to.equal(200);
-    const ready = await call(`${child.url}/readyz`);
+    const ready = await waitFor(() => call(`${child.url}/readyz`), (a) => a.status !== 200, 4_000, 50);
     expect(ready.status).to.equal(503);
     expect(ready.body.unavailable).to.deep.equal(["database"]);
-    await sleep(Math.max(0, 4000 - (Date.now() - cutAt)));
+    // The outage lasts until the schedule's fire fell due in it and the API has refused sends.
+    await waitFor(async () => ({ pastDue: Date.now() > due.getTime(), refused: outageAnswers.length }), (o) => o.pastDue && o.refused >= 8, 30_000, 50);
     await proxy.restore();
     const back = Date.now();
     await waitFor(() => call(`${child.url}/readyz`), (a) => a.status === 200, 30_000, 50);
     const toReady = Date.now() - back;
     phase = "after";
-    await sleep(1500);
+    // Sends first tried after the outage, while the backlog is worked off.
+    await waitFor(async () => sent.filter((s) => s.phase === "after").length, (n) => n >= 20, 30_000, 20);
     stopping = true;
     await Promise.all(workers);
 

@@ -12,12 +12,13 @@ import { newestMtime } from "../../server/web/build.js";
 const ROOT = resolve(import.meta.dirname, "../..");
 const DIST_MAIN = join(ROOT, "dist", "server", "main.js");
 /** What tsconfig.build.json compiles, and the settings it compiles with. */
-const BUILT_FROM = ["server", "jobs", "contract", "sdk/src", "tsconfig.json", "tsconfig.build.json"];
+const BUILT_FROM = ["server", "jobs", "contract", "sdk/src", "tsconfig.json", "tsconfig.build.json", "package.json"];
 /** The module that replaces the Baileys library's socket in every gateway process of a test run. */
 export const STAND_IN_MODULE = join(ROOT, "test", "support", "baileys-stand-in.ts");
 /** Beside the build, so that its relative imports of the server resolve to the built modules. */
 const BUILT_STAND_IN = join(ROOT, "dist", "test", "support", "baileys-stand-in.js");
 
+/** Whether dist/ was built after the last change to what it is built from. */
 export function distIsCurrent(): boolean {
   if (!existsSync(DIST_MAIN)) return false;
   return Math.max(...BUILT_FROM.map((p) => newestMtime(join(ROOT, p)))) < statSync(DIST_MAIN).mtimeMs;
