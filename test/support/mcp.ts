@@ -39,3 +39,9 @@ export async function mcpClient(bearer: string, revision: Revision, options: Cli
   if (negotiated !== revision) throw new Error(`the endpoint negotiated ${negotiated}, not ${revision}`);
   return client;
 }
+
+/** Messages of a workspace, counted in the database: what a preview must not change. */
+export async function messageCount(workspaceId: string): Promise<number> {
+  const [row] = (await testEnv().gateway.ctx.db.query(`SELECT count(*)::int AS n FROM messages WHERE workspace_id = $1`, [workspaceId])) as { n: number }[];
+  return row!.n;
+}
