@@ -161,7 +161,7 @@ export const ai = c.router(
     listPolicies: {
       method: "GET",
       path: "/v1/ai/policies",
-      summary: "List the AI policies",
+      summary: "List the AI policies (extension)",
       description: "Every live connection's policy, by connection slug; a connection without one is not listed (AI is off for it).",
       responses: { 200: AiPolicyList, ...problems(401, 403, 429) },
       metadata: read,

@@ -225,9 +225,9 @@ function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy
         <fieldset>
           <legend>Cost</legend>
           <p className="help">
-            Amounts in your currency's units (2.50 for 2 dollars 50), as the vendor prices a million tokens; up to six decimals. A run costs input
-            tokens × input price / 1,000,000 plus the same for output, rounded up to the millionth of a unit. (The API stores millionths, micros:
-            2.50 is 2,500,000.)
+            Amounts in units of your currency, such as 2.50, as the vendor prices a million tokens; up to six decimals. A run costs input tokens ×
+            input price / 1,000,000 plus the same for output, rounded up to the millionth of a unit. (The API stores millionths, micros: 2.50 is
+            2,500,000.)
           </p>
           {money("input_cost_micros_per_million", "Input price per million tokens", limitsText(LIMITS.input_cost_micros_per_million, "", formatUnits))}
           {money("output_cost_micros_per_million", "Output price per million tokens", limitsText(LIMITS.output_cost_micros_per_million, "", formatUnits))}
