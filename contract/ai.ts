@@ -72,6 +72,9 @@ export const AiPolicy = z.object({
 });
 export type AiPolicy = z.infer<typeof AiPolicy>;
 
+export const AiPolicyList = list(AiPolicy);
+export type AiPolicyList = z.infer<typeof AiPolicyList>;
+
 export const AiRunOutcome = z.enum(["drafted", "replied", "cost_limit_reached", "rate_limited", "human_active", "credential_missing", "vendor_error"]);
 export type AiRunOutcome = z.infer<typeof AiRunOutcome>;
 
@@ -153,6 +156,14 @@ export const ai = c.router(
       description: "404 when no policy is set (AI is off for that connection).",
       pathParams: ConnectionParams,
       responses: { 200: AiPolicy, ...problems(400, 401, 403, 404, 429) },
+      metadata: read,
+    },
+    listPolicies: {
+      method: "GET",
+      path: "/v1/ai/policies",
+      summary: "List the AI policies (extension)",
+      description: "Every live connection's policy, by connection slug; a connection without one is not listed (AI is off for it).",
+      responses: { 200: AiPolicyList, ...problems(401, 403, 429) },
       metadata: read,
     },
     listRuns: {

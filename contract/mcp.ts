@@ -29,7 +29,8 @@ export const mcp = c.router(
       path: "/v1/mcp",
       summary: "Model Context Protocol endpoint",
       description:
-        "Stateless streamable HTTP. Accepts an API key with mcp:read or an OAuth access token (`svc_mcp_at_…`). " +
+        "Stateless streamable HTTP, MCP revisions 2026-07-28 (server/discover, a per-request envelope) and 2025-11-25 " +
+        "(initialize) at the same address. Accepts an API key with mcp:read or an OAuth access token (`svc_mcp_at_…`). " +
         "Without credentials: 401 with a WWW-Authenticate header naming the protected-resource metadata. " +
         "Notifications and responses are answered 202 without a body. No tool returns message content. " +
         "A tools/call of a mutating tool without mcp:write: 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\"`. " +

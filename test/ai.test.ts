@@ -28,6 +28,7 @@ async function aiWorkspace(plan = "pro") {
     deleteCredential: (id: string) => http("DELETE", `/v1/ai/credentials/${id}`, { headers: auth }),
     setPolicy: (connection: string, body: unknown) => http("PUT", `/v1/ai/policies/${connection}`, { body, headers: auth }),
     getPolicy: (connection: string) => http("GET", `/v1/ai/policies/${connection}`, { headers: auth }),
+    listPolicies: () => http("GET", "/v1/ai/policies", { headers: auth }),
     connection: async (slug: string) => expect((await http("POST", "/v1/connections", { body: { slug }, headers: auth })).status).to.equal(201),
   };
 }
@@ -155,6 +156,27 @@ describe("AI policies", () => {
     // Omitted optional fields go back to their defaults: PUT replaces, it does not merge.
     expect((await t.setPolicy("shop", minimal(cred.json.id as string))).json).to.include({ mode: "draft", max_context_bytes: 8192, monthly_cost_limit_micros: null });
     expect((await t.setPolicy("nowhere", minimal(cred.json.id as string))).status).to.equal(404);
+  });
+
+  it("lists the workspace's policies by connection, leaving out connections without one, deleted ones and other workspaces'", async () => {
+    const t = await aiWorkspace();
+    const other = await aiWorkspace();
+    for (const slug of ["b-desk", "a-desk", "no-ai", "gone"]) await t.connection(slug);
+    await other.connection("a-desk");
+    const cred = await t.createCredential({ provider: "vendortwo", label: "l", api_key: API_KEY });
+    const otherCred = await other.createCredential({ provider: "vendortwo", label: "l", api_key: API_KEY });
+    expect((await t.listPolicies()).json).to.deep.equal({ data: [] });
+    const b = await t.setPolicy("b-desk", { ...minimal(cred.json.id as string), enabled: false });
+    const a = await t.setPolicy("a-desk", minimal(cred.json.id as string));
+    expect((await t.setPolicy("gone", minimal(cred.json.id as string))).status).to.equal(200);
+    expect((await other.setPolicy("a-desk", { ...minimal(otherCred.json.id as string), model: "theirs" })).status).to.equal(200);
+    expect((await http("DELETE", "/v1/connections/gone", { headers: t.auth })).status).to.equal(204);
+    const listed = await t.listPolicies();
+    expect(listed.status, listed.text).to.equal(200);
+    // Each item is what GET of that connection's policy answers, by slug.
+    expect(listed.json).to.deep.equal({ data: [a.json, b.json] });
+    const theirs = (await other.listPolicies()).json.data as { connection: string; model: string }[];
+    expect(theirs.map((p) => [p.connection, p.model])).to.deep.equal([["a-desk", "theirs"]]);
   });
 
   it("checks every field at its limits", async () => {

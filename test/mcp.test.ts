@@ -1,45 +1,19 @@
-// The tool endpoint as assistants use it: the official SDK's Client over streamable HTTP with an
+// The tool endpoint as assistants use it: the official SDK's client over streamable HTTP with an
 // API key, and raw HTTP for what the SDK hides (statuses, headers).
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { mcpClient as clientOn, messageCount, READ_TOOLS, WRITE_TOOLS } from "./support/mcp.js";
 import { pairConnection, uniquePhone } from "./support/sandbox.js";
 
-export async function mcpClient(bearer: string): Promise<Client> {
-  const client = new Client({ name: "svc-gateway-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${testEnv().baseUrl}/v1/mcp`), {
-    requestInit: { headers: { authorization: `Bearer ${bearer}` } },
-  });
-  await client.connect(transport);
-  return client;
-}
-
-const READ_TOOLS = [
-  "whoami",
-  "list_connections",
-  "get_connection",
-  "check_number",
-  "list_messages",
-  "get_message",
-  "list_schedules",
-  "get_schedule",
-  "get_usage",
-  "list_webhook_deliveries",
-];
-const WRITE_TOOLS = ["send_message", "cancel_message", "pause_schedule", "resume_schedule", "cancel_schedule"];
+/** These tests speak the current revision; test/mcp-revisions.test.ts covers both. */
+const mcpClient = (bearer: string) => clientOn(bearer, "2026-07-28");
 
 const MCP_HEADERS = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" };
 
 function rpc(method: string, params: Record<string, unknown> = {}) {
   return { jsonrpc: "2.0", id: 1, method, params };
-}
-
-async function messageCount(workspaceId: string): Promise<number> {
-  const [row] = (await testEnv().gateway.ctx.db.query(`SELECT count(*)::int AS n FROM messages WHERE workspace_id = $1`, [workspaceId])) as { n: number }[];
-  return row!.n;
 }
 
 describe("tool endpoint (MCP) with an API key", () => {
@@ -153,6 +127,22 @@ describe("tool endpoint (MCP) with an API key", () => {
     expect(res.status).to.equal(403);
     expect(res.json.code).to.equal("insufficient_scope");
     expect(res.headers.get("www-authenticate")).to.match(/^Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/v1\/mcp"/);
+  });
+
+  it("answers a 2026-07-28 request without a handshake (docs/mcp.md's curl), with a private cache hint", async () => {
+    const envelope = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+    const headers = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", authorization: `Bearer ${readKey}` };
+    const list = await http("POST", "/v1/mcp", { headers: { ...headers, "mcp-method": "tools/list" }, body: rpc("tools/list", { _meta: envelope }) });
+    expect(list.status).to.equal(200);
+    const result = list.json.result as { tools: { name: string }[]; ttlMs: number; cacheScope: string };
+    expect(result.tools.map((t) => t.name).sort()).to.deep.equal([...READ_TOOLS].sort());
+    expect(result).to.include({ ttlMs: 300_000, cacheScope: "private" });
+    const write = await http("POST", "/v1/mcp", {
+      headers: { ...headers, "mcp-method": "tools/call", "mcp-name": "send_message" },
+      body: rpc("tools/call", { name: "send_message", arguments: { connection: slug, to: uniquePhone(), body: "x", confirm: true }, _meta: envelope }),
+    });
+    expect(write.status).to.equal(403);
+    expect(write.json.code).to.equal("insufficient_scope");
   });
 
   it("answers 401 with the protected-resource metadata address without a credential or with a bad one", async () => {

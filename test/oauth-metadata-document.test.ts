@@ -1,37 +1,27 @@
 // Client ID Metadata Documents: a client_id that is a URL is fetched through the outbound address
 // policy and must describe itself. The tests serve documents from loopback, which the test
 // gateway's OUTBOUND_ALLOW_PRIVATE (127.0.0.0/8) opens, http included; [::1] stays refused.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { METADATA_DOCUMENT_MAX_BYTES } from "../server/oauth/clients.js";
 import { newWorkspace, type TestWorkspace } from "./support/actors.js";
-import { authorizationUrl, consent, openConsent, pkce, REDIRECT_URI, tokenRequest, toolResource } from "./support/oauth.js";
+import { authorizationUrl, ClientDocuments, consent, openConsent, pkce, REDIRECT_URI, tokenRequest, toolResource } from "./support/oauth.js";
 
 describe("OAuth: Client ID Metadata Documents", () => {
   let ws: TestWorkspace;
-  let server: Server;
+  let docs: ClientDocuments;
   let base: string;
-  const documents = new Map<string, string>();
+  let documents: Map<string, string>;
 
   before(async () => {
     ws = await newWorkspace();
-    server = createServer((req, res) => {
-      const doc = documents.get(req.url ?? "");
-      if (doc === undefined) return void res.writeHead(404).end();
-      res.writeHead(200, { "content-type": "application/json" }).end(doc);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    docs = await ClientDocuments.start();
+    base = docs.base;
+    documents = docs.documents;
   });
 
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => docs.close());
 
-  function serve(path: string, doc: Record<string, unknown> | string): string {
-    const url = `${base}${path}`;
-    documents.set(path, typeof doc === "string" ? doc : JSON.stringify({ client_id: url, ...doc }));
-    return url;
-  }
+  const serve = (path: string, doc: Record<string, unknown> | string) => docs.serve(path, doc);
 
   it("takes a document naming itself: consent shows its name, the code exchanges with the URL as client_id", async () => {
     const clientId = serve("/good.json", { client_name: "Document assistant", redirect_uris: [REDIRECT_URI] });

@@ -90,6 +90,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/events/stream"],
   // issue 15: the schedules page previews the next five runs before creating
   ["post", "/v1/schedules/preview"],
+  // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
+  ["get", "/v1/ai/policies"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

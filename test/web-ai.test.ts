@@ -3,28 +3,20 @@
 // read-only view of a viewer, the plan message off-plan, and the runs as the API answers them.
 import { expect } from "chai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { MAX_SAFE_INT } from "../contract/common.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
-import { clientAddress, http, newWorkspace, type Member, type TestWorkspace } from "./support/actors.js";
+import { http, newWorkspace, type Member, type TestWorkspace } from "./support/actors.js";
 import { aiConnection, insertRuns, uniquePhone } from "./support/ai.js";
 import { waitFor } from "./support/wait.js";
 import { DEFAULT_VENDOR_TEXT, startVendorOne } from "./support/vendors.js";
-import { browserTestsRunnable, cspViolations, expectAccessible, launchBrowser, narrowContext, screenshot } from "./support/browser.js";
+import { browserTestsRunnable, consoleErrors, expectNarrowAndAccessible, launchBrowser, pageWithSession, screenshot } from "./support/browser.js";
 
 const API_KEY = "sk-test-0123456789abcdefXyZ9";
+const count = (n: number) => n.toLocaleString("en-US");
 
 /** The page's globals, as far as these tests read them (the test program has no DOM types). */
-type PageGlobals = { localStorage: { length: number }; sessionStorage: { length: number }; document: { documentElement: { scrollWidth: number; clientWidth: number } } };
-
-/** Usable at 360 px: axe clean and nothing wider than the window (the runs table scrolls inside its own region). */
-async function expectNarrowAndAccessible(page: Page): Promise<void> {
-  const [scroll, client] = await page.evaluate(() => {
-    const { documentElement: d } = (globalThis as unknown as PageGlobals).document;
-    return [d.scrollWidth, d.clientWidth];
-  });
-  expect(scroll, "page width at 360 px").to.be.at.most(client);
-  await expectAccessible(page);
-}
+type PageGlobals = { localStorage: { length: number }; sessionStorage: { length: number } };
 
 describe("dashboard: AI pages", function () {
   this.timeout(60_000);
@@ -34,13 +26,10 @@ describe("dashboard: AI pages", function () {
 
   /** A 360 px page signed in as `member` (its session cookie, obtained by signing in with the mailed code). */
   async function pageAs(member: Member): Promise<Page> {
-    const context = await narrowContext(browser, clientAddress());
-    contexts.push(context);
-    const [name, value] = member.cookie.split("=") as [string, string];
-    await context.addCookies([{ name, value, url: testEnv().gateway.ctx.config.webUrl, httpOnly: true, sameSite: "Lax" }]);
-    const page = await context.newPage();
-    csp.push(cspViolations(page));
-    return page;
+    const opened = await pageWithSession(browser, member.cookie);
+    contexts.push(opened.context);
+    csp.push(opened.csp);
+    return opened.page;
   }
 
   async function openAi(page: Page, path = "/ai"): Promise<void> {
@@ -132,7 +121,7 @@ describe("dashboard: AI pages", function () {
       await page.getByLabel("System instruction").fill("Answer briefly.");
       await page.getByLabel("Max output tokens").fill("2000");
       await page.getByLabel("Max context (bytes)").fill("256");
-      await page.getByLabel("Monthly cost limit (micros)").fill("0");
+      await page.getByLabel("Monthly cost limit").fill("0");
       await page.getByRole("button", { name: "Save policy" }).click();
       await page.getByText("AI is on for this connection (auto mode)").waitFor();
       const saved = await expectOk(ws.owner.client.ai.getPolicy({ params: { connection: "ai-desk" } }));
@@ -171,10 +160,59 @@ describe("dashboard: AI pages", function () {
       await expectNarrowAndAccessible(page);
     });
 
+    it("shows prices and the monthly limit in currency units, converting exactly both ways at the limits", async () => {
+      // From the API to the page: one micro and the largest amount.
+      const base = { credential_id: credentialId, enabled: true, mode: "draft", model: "m", system_instruction: "s" } as const;
+      await expectOk(
+        ws.owner.client.ai.setPolicy({
+          params: { connection: "ai-desk" },
+          body: { ...base, input_cost_micros_per_million: 1, output_cost_micros_per_million: MAX_SAFE_INT, monthly_cost_limit_micros: 2_500_000 },
+        }),
+      );
+      const errors = consoleErrors(page);
+      await page.reload();
+      await page.getByText("AI is on for this connection (draft mode)").waitFor();
+      const field = (label: string) => page.getByLabel(label, { exact: true });
+      expect(await field("Input price per million tokens").inputValue()).to.equal("0.000001");
+      expect(await field("Output price per million tokens").inputValue()).to.equal("9007199254.740991");
+      expect(await field("Monthly cost limit").inputValue()).to.equal("2.5");
+      await page.locator("#pol-output_cost_micros_per_million-help").filter({ hasText: "0 to 9,007,199,254.740991; default 0" }).waitFor();
+
+      // From the page to the API: the largest amount (with separators), an amount with decimals.
+      await field("Monthly cost limit").fill("9,007,199,254.740991");
+      await field("Input price per million tokens").fill("1,234.5");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
+      const saved = await expectOk(ws.owner.client.ai.getPolicy({ params: { connection: "ai-desk" } }));
+      expect(saved).to.include({ monthly_cost_limit_micros: MAX_SAFE_INT, input_cost_micros_per_million: 1_234_500_000, output_cost_micros_per_million: MAX_SAFE_INT });
+      expect(await field("Input price per million tokens").inputValue()).to.equal("1234.5");
+
+      // One micro past the largest amount, and a seventh decimal: refused at the field, nothing saved.
+      const fieldError = page.locator("#pol-monthly_cost_limit_micros-error");
+      for (const [typed, why] of [["9007199254.740992", "At most 9,007,199,254.740991"], ["0.0000001", "At most six decimals"]] as const) {
+        await field("Monthly cost limit").fill(typed);
+        await page.getByRole("button", { name: "Save policy" }).click();
+        await fieldError.filter({ hasText: why }).waitFor();
+        expect(await field("Monthly cost limit").getAttribute("aria-invalid")).to.equal("true");
+      }
+      expect((await expectOk(ws.owner.client.ai.getPolicy({ params: { connection: "ai-desk" } }))).updated_at).to.equal(saved.updated_at);
+      // The lowest: 0 refuses every run; empty is no limit.
+      await field("Monthly cost limit").fill("0");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      await waitFor(async () => (await expectOk(ws.owner.client.ai.getPolicy({ params: { connection: "ai-desk" } }))).monthly_cost_limit_micros, (v) => v === 0);
+      await field("Monthly cost limit").fill("");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      await waitFor(async () => (await expectOk(ws.owner.client.ai.getPolicy({ params: { connection: "ai-desk" } }))).monthly_cost_limit_micros, (v) => v === null);
+      await expectNarrowAndAccessible(page);
+      await screenshot(page, "ai-policy-currency");
+      // A connection's policy is read from the list: no 404 asked for, none logged.
+      expect(errors).to.deep.equal([]);
+    });
+
     it("deletes a credential after confirmation", async () => {
       await section(page, "Credentials");
-      page.once("dialog", (d) => void d.accept());
       await page.getByRole("button", { name: "Delete main" }).click();
+      await page.getByRole("alertdialog", { name: "Delete the credential main?" }).getByRole("button", { name: "Delete credential" }).click();
       await page.getByText("No credentials yet.").waitFor();
       expect((await expectOk(ws.owner.client.ai.listCredentials())).data).to.deep.equal([]);
     });
@@ -227,9 +265,10 @@ describe("dashboard: AI pages", function () {
         "test-model",
         "replied",
         "—",
-        `${run!.input_tokens} / ${run!.output_tokens}`,
-        String(run!.cost_micros),
-        `${run!.latency_ms} ms`,
+        `${count(run!.input_tokens)} / ${count(run!.output_tokens)}`,
+        // Micros as currency units: the vendor's prices here are 1 and 2 units per million tokens.
+        String(run!.cost_micros / 1_000_000),
+        `${count(run!.latency_ms!)} ms`,
         `${run!.prompt_sha256!.slice(0, 12)}…`,
       ]);
       // Never a prompt or a reply: neither the contact's text nor the vendor's answer is on the page.

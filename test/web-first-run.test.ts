@@ -142,7 +142,7 @@ describe("dashboard: a new user's first run, without curl", function () {
     await page.getByRole("heading", { name: "Message", exact: true }).waitFor();
     await page.getByText("Hello from the dashboard").waitFor();
     const timeline = page.getByRole("list", { name: "Timeline" });
-    await timeline.locator("strong", { hasText: /^(delivered|read)$/ }).first().waitFor({ timeout: 20_000 });
+    await timeline.getByText(/^(delivered|read)$/).first().waitFor({ timeout: 20_000 });
     await expectAccessible(page);
     await screenshot(page, "first-run-timeline");
     const received = await sandbox("GET", `/received?to=${encodeURIComponent(to)}`, undefined, gateway.url);

@@ -111,8 +111,8 @@ describe("dashboard: schedules", function () {
     await button("Resume").click();
     await page.getByLabel(`Status of ${name}`).getByText("active").waitFor();
     expect(await button("Resume").count()).to.equal(0);
-    page.once("dialog", (d) => void d.accept());
     await button("Cancel").click();
+    await page.getByRole("alertdialog", { name: `Cancel ${name} for good?` }).getByRole("button", { name: "Cancel schedule" }).click();
     await page.getByLabel(`Status of ${name}`).getByText("canceled").waitFor();
     for (const verb of ["Pause", "Resume", "Cancel"]) expect(await button(verb).count(), verb).to.equal(0);
     expect(await page.getByLabel(`Next run of ${name}`).count()).to.equal(0);

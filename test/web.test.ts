@@ -161,7 +161,7 @@ describe("dashboard: in a browser", function () {
     await expectAccessible(page);
     await screenshot(page, "connections-pairing");
     // The phone: the sandbox's scan of what the QR encodes.
-    const payload = (await page.getByLabel("Pairing payload").textContent())!;
+    const payload = (await page.getByLabel("Pairing payload", { exact: true }).textContent())!;
     const phone = uniquePhone();
     await scan(payload, phone);
     await page.getByRole("status").filter({ hasText: `Connected as ${phone}` }).waitFor({ timeout: 10_000 });
@@ -310,8 +310,8 @@ describe("dashboard: in a browser", function () {
     await page.getByText("Test assistant").waitFor();
     await expectAccessible(page);
     await screenshot(page, "mcp-clients");
-    page.once("dialog", (d) => void d.accept());
     await page.getByRole("button", { name: "Revoke Test assistant" }).click();
+    await page.getByRole("alertdialog", { name: "Revoke Test assistant?" }).getByRole("button", { name: "Revoke access" }).click();
     await page.getByText("No authorized clients.").waitFor();
     const call = await http("POST", "/v1/mcp", { body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { authorization: `Bearer ${access}`, accept: "application/json, text/event-stream" } });
     expect(call.status).to.equal(401);

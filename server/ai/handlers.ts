@@ -21,6 +21,7 @@ export function aiRouter(ctx: AppContext) {
       return { status: 204, body: undefined };
     }),
     setPolicy: s.route(contract.ai.setPolicy, async ({ params, body, res }) => ({ status: 200, body: await policies.set(principalOf(res), params.connection, body) })),
+    listPolicies: s.route(contract.ai.listPolicies, async ({ res }) => ({ status: 200, body: { data: await policies.list(principalOf(res)) } })),
     getPolicy: s.route(contract.ai.getPolicy, async ({ params, res }) => ({ status: 200, body: await policies.get(principalOf(res), params.connection) })),
     listRuns: s.route(contract.ai.listRuns, async ({ query, res }) => ({ status: 200, body: await ctx.services.aiRuns.list(principalOf(res).workspaceId, key, query) })),
   };

@@ -1,5 +1,6 @@
 // Per-connection AI policies (spec 2.6, 4.5): PUT replaces the whole policy, defaults filling the
-// omitted optional fields; a connection without one has AI off, and GET of it is 404.
+// omitted optional fields; a connection without one has AI off, and GET of it is 404 (the list
+// leaves it out).
 import type { DataSource, EntityManager } from "typeorm";
 import type { AiPolicy, AiPolicyBody } from "../../contract/index.js";
 import { rows } from "../db/rows.js";
@@ -40,9 +41,10 @@ function view(r: PolicyRow): AiPolicy {
   };
 }
 
-const SELECT_POLICY = `SELECT c.slug AS connection, p.credential_id, p.enabled, p.mode, p.model, p.system_instruction, p.max_context_bytes,
+const SELECT_POLICIES = `SELECT c.slug AS connection, p.credential_id, p.enabled, p.mode, p.model, p.system_instruction, p.max_context_bytes,
                  p.max_output_tokens, p.monthly_cost_limit_micros, p.input_cost_micros_per_million, p.output_cost_micros_per_million, p.updated_at
-                         FROM ai_policies p JOIN connections c ON c.id = p.connection_id WHERE p.connection_id = $1`;
+                         FROM ai_policies p JOIN connections c ON c.id = p.connection_id`;
+const SELECT_POLICY = `${SELECT_POLICIES} WHERE p.connection_id = $1`;
 
 /** The workspace's live connection by slug, or 404 (another workspace's slug is unknown here). */
 async function liveConnection(q: DataSource | EntityManager, principal: Principal, slug: string): Promise<{ id: string }> {
@@ -104,6 +106,12 @@ export class AiPolicyService {
       const [saved] = await rows<PolicyRow>(em, SELECT_POLICY, [connection.id]);
       return view(saved!);
     });
+  }
+
+  /** Every live connection's policy, by slug. */
+  async list(principal: Principal): Promise<AiPolicy[]> {
+    const found = await rows<PolicyRow>(this.db, `${SELECT_POLICIES} WHERE c.workspace_id = $1 AND c.deleted_at IS NULL ORDER BY c.slug`, [principal.workspaceId]);
+    return found.map(view);
   }
 
   /** The connection's policy; 404 when the connection is unknown or has none (AI is off). */

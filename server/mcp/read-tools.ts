@@ -29,7 +29,7 @@ export function messageMeta(m: Message): MessageMeta {
 /** A schedule with its message template reduced to where it goes. */
 export const ScheduleMeta = Schedule.omit({ message: true }).extend({
   connection: z.string().nullable(),
-  to: z.unknown().describe("The recipient of every occurrence"),
+  to: Message.shape.to.nullable().describe("The recipient of every occurrence"),
 });
 
 function scheduleMeta(s: Parameters<typeof scheduleView>[0]) {

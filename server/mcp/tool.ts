@@ -2,7 +2,6 @@
 // it needs, and a function over the same services the REST handlers call. Mutating tools also
 // have a preview, answered while `confirm` is not true (product.md, Tool endpoint).
 import { z } from "zod";
-import { zodToJsonSchema } from "zod-to-json-schema";
 import type { Scope } from "../../contract/common.js";
 import type { AppContext } from "../context.js";
 import type { Principal } from "../http/principal.js";
@@ -67,11 +66,6 @@ export function isMutating(tool: Tool): boolean {
 
 export function requiredScope(tool: Tool): Scope {
   return isMutating(tool) ? "mcp:write" : "mcp:read";
-}
-
-export function jsonSchemaOf(schema: z.ZodTypeAny): Record<string, unknown> {
-  const { $schema: _s, ...rest } = zodToJsonSchema(schema, { $refStrategy: "none", target: "jsonSchema7" }) as Record<string, unknown>;
-  return rest;
 }
 
 /** The answer of an unconfirmed mutating call: what would happen and how to make it happen. */

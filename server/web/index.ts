@@ -1,11 +1,17 @@
 // The dashboard (web/), served by the gateway at {web_url}/: fingerprinted assets with a year's
 // cache, index.html for the page's own routes, a strict Content-Security-Policy on both.
 import express, { Router, type Request } from "express";
+import { parse as parseCookies } from "cookie";
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CONSENT_PAGE_PATH } from "../../contract/oauth.js";
+import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import type { Config } from "../config.js";
 import { webDistDir } from "./build.js";
+
+/** index.html's tag telling the page whether it came with the session cookie (web/src/session.ts). */
+const SESSION_HINT = /<meta name="svc-session" content="[a-z]*"/;
 
 /**
  * Paths that are never the dashboard's: the API, the operational and discovery routes, the
@@ -47,7 +53,7 @@ export function webRouter(config: Pick<Config, "baseUrl" | "webUrl">, dist = web
     "/assets",
     express.static(join(dist, "assets"), { immutable: true, maxAge: "365d", index: false }),
   );
-  router.get(/.*/, (req, res, next) => {
+  router.get(/.*/, async (req, res, next) => {
     if (!wantsPage(req)) return next();
     res.setHeader("Cache-Control", "no-cache");
     if (req.path === CONSENT_PAGE_PATH) {
@@ -57,7 +63,11 @@ export function webRouter(config: Pick<Config, "baseUrl" | "webUrl">, dist = web
       res.setHeader("Referrer-Policy", "no-referrer");
       res.setHeader("X-Frame-Options", "DENY");
     }
-    res.sendFile(index);
+    // Whether the cookie came along, not whether it is valid: the page then asks GET
+    // /v1/auth/session, and without it asks nothing that could only answer 401.
+    const hint = parseCookies(req.headers.cookie ?? "")[SESSION_COOKIE] ? "cookie" : "none";
+    res.setHeader("Vary", "Cookie");
+    res.type("html").send((await readFile(index, "utf8")).replace(SESSION_HINT, `<meta name="svc-session" content="${hint}"`));
   });
   return router;
 }

@@ -199,7 +199,7 @@ export class WebhookEndpointService {
 
   /** One page of an endpoint's deliveries, newest first, each with all its attempts. */
   async listDeliveries(principal: Principal, endpointId: string, query: ListWebhookDeliveriesQuery, cursorKey: Buffer): Promise<WebhookDeliveryPage> {
-    requireManage(principal);
+    requireManage(principal, "read");
     await this.endpoint(this.db.manager, principal, endpointId);
     const fingerprint = filterFingerprint(`webhook_deliveries:${principal.workspaceId}:${endpointId}`, { status: query.status });
     const before = query.cursor !== undefined ? decodeCursor(cursorKey, query.cursor, fingerprint) : undefined;
@@ -283,10 +283,14 @@ export class WebhookEndpointService {
   }
 }
 
-/** Sessions need a role that may manage webhook endpoints; keys were checked for the scope already. */
-function requireManage(principal: Principal): void {
+/**
+ * Sessions need a role that may manage webhook endpoints; keys were checked for the scope already.
+ * An OAuth token reaches this service only from the tool endpoint, whose mcp:read was checked
+ * there: it may read deliveries (list_webhook_deliveries) and change nothing.
+ */
+function requireManage(principal: Principal, access: "read" | "change" = "change"): void {
   if (principal.kind === "session" && !PERMISSIONS[principal.role].manageWebhooks) {
     throw new ApiError("forbidden", `The ${principal.role} role cannot manage webhook endpoints.`);
   }
-  if (principal.kind === "oauth") throw new ApiError("forbidden", "OAuth access tokens work only on the tool endpoint.");
+  if (principal.kind === "oauth" && access === "change") throw new ApiError("forbidden", "OAuth access tokens change nothing of webhook endpoints.");
 }

@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
 import { expect } from "chai";
+import { testEnv } from "../setup.js";
+import { clientAddress } from "./actors.js";
 
 /** Screenshots land here (git-ignored; CI keeps it as an artifact). */
 export const ARTIFACTS_DIR = join(process.cwd(), "test-artifacts");
@@ -55,6 +57,16 @@ export async function expectAccessible(page: Page): Promise<void> {
   expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).to.deep.equal([]);
 }
 
+/** Usable at 360 px: axe clean and nothing wider than the window (a wide table scrolls inside its own region). */
+export async function expectNarrowAndAccessible(page: Page): Promise<void> {
+  const [scroll, client] = await page.evaluate(() => {
+    const { documentElement: d } = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document;
+    return [d.scrollWidth, d.clientWidth];
+  });
+  expect(scroll, "page width at 360 px").to.be.at.most(client);
+  await expectAccessible(page);
+}
+
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS_DIR, `${name}.png`), fullPage: true });
@@ -75,4 +87,23 @@ export async function openNarrowPage(clientAddress: string): Promise<{ browser: 
   const context = await narrowContext(browser, clientAddress);
   const page = await context.newPage();
   return { browser, context, page, csp: cspViolations(page) };
+}
+
+/** A 360 px page in a fresh context already signed in with `cookie` (`svc_session=…`), and the CSP violations it reports. */
+export async function pageWithSession(browser: Browser, cookie: string): Promise<{ context: BrowserContext; page: Page; csp: string[] }> {
+  const context = await narrowContext(browser, clientAddress());
+  const [name, value] = cookie.split("=") as [string, string];
+  await context.addCookies([{ name, value, url: testEnv().gateway.ctx.config.webUrl, httpOnly: true, sameSite: "Lax" }]);
+  const page = await context.newPage();
+  return { context, page, csp: cspViolations(page) };
+}
+
+/** Everything the page logs as an error (failed loads included: the browser logs a 401 or 404 answer so) and every uncaught exception. */
+export function consoleErrors(page: Page): string[] {
+  const seen: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") seen.push(`${m.text()} (${m.location().url})`);
+  });
+  page.on("pageerror", (e) => seen.push(`uncaught: ${e.message}`));
+  return seen;
 }

@@ -2,6 +2,8 @@
 // follow authorize to the page's address, read the pending request from the consent API, post the
 // member's decision as JSON and take the address it answers.
 import { createHash, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { CONSENT_PAGE_PATH } from "../../contract/oauth.js";
 import { testEnv } from "../setup.js";
 import { http } from "./actors.js";
@@ -104,16 +106,62 @@ export async function tokenRequest(params: Record<string, string>): Promise<{ st
 /** Registration, consent by `cookie`'s member and the code exchange, in raw HTTP. */
 export async function obtainTokens(cookie: string): Promise<{ clientId: string; access: string; refresh: string }> {
   const reg = (await (await registerClient()).json()) as { client_id: string };
+  return tokensFor(reg.client_id, cookie);
+}
+
+/**
+ * Client ID Metadata Documents served from loopback, which the test gateway's
+ * OUTBOUND_ALLOW_PRIVATE (127.0.0.0/8) opens, http included.
+ */
+export class ClientDocuments {
+  readonly documents = new Map<string, string>();
+  private constructor(
+    private readonly server: Server,
+    readonly base: string,
+  ) {}
+
+  static async start(): Promise<ClientDocuments> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const docs = new ClientDocuments(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    server.on("request", (req, res) => {
+      const doc = docs.documents.get(req.url ?? "");
+      if (doc === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { "content-type": "application/json" }).end(doc);
+    });
+    return docs;
+  }
+
+  /** Serves `doc` at `path` naming its own URL as client_id (unless `doc` is raw text): the URL. */
+  serve(path: string, doc: Record<string, unknown> | string): string {
+    const url = `${this.base}${path}`;
+    this.documents.set(path, typeof doc === "string" ? doc : JSON.stringify({ client_id: url, ...doc }));
+    return url;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** Consent by `cookie`'s member and the code exchange for `clientId`, in raw HTTP. */
+async function tokensFor(clientId: string, cookie: string): Promise<{ clientId: string; access: string; refresh: string }> {
   const p = pkce();
-  const query = await consent(authorizationUrl(reg.client_id, p), cookie);
+  const query = await consent(authorizationUrl(clientId, p), cookie);
   const t = await tokenRequest({
     grant_type: "authorization_code",
     code: query.get("code")!,
     code_verifier: p.verifier,
     redirect_uri: REDIRECT_URI,
-    client_id: reg.client_id,
+    client_id: clientId,
     resource: toolResource(),
   });
   if (t.status !== 200) throw new Error(`token answered ${t.status}: ${JSON.stringify(t.json)}`);
-  return { clientId: reg.client_id, access: t.json.access_token!, refresh: t.json.refresh_token! };
+  return { clientId, access: t.json.access_token!, refresh: t.json.refresh_token! };
+}
+
+/** As obtainTokens, with a Client ID Metadata Document as the client instead of a registration. */
+export async function obtainTokensWithDocument(documents: ClientDocuments, cookie: string) {
+  const clientId = documents.serve(`/client-${randomBytes(4).toString("hex")}.json`, { client_name: "Document assistant", redirect_uris: [REDIRECT_URI] });
+  return tokensFor(clientId, cookie);
 }

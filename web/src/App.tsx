@@ -18,6 +18,9 @@ import { CONSENT_PAGE_PATH } from "@svc/sdk/contract";
 import { Schedules } from "./pages/Schedules";
 import { Ai } from "./pages/Ai";
 
+/** The API's description (spec 4.10), served beside the API. */
+const OPENAPI_PATH = "/v1/openapi.json";
+
 /** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */
 const ACCEPT_PATH = "/invitations/accept";
 
@@ -60,6 +63,12 @@ export function App() {
               </NavLink>
             </li>
           ))}
+          <li>
+            {/* The machine-readable description every generated client starts from (OpenAPI 3.1). */}
+            <a href={OPENAPI_PATH} target="_blank" rel="noreferrer">
+              API reference<span aria-hidden="true"> ↗</span>
+            </a>
+          </li>
         </ul>
       </nav>
       <main>
@@ -99,7 +108,7 @@ function SignOut() {
     },
   });
   return (
-    <button type="button" onClick={() => logout.mutate()} disabled={logout.isPending}>
+    <button type="button" className="secondary" onClick={() => logout.mutate()} disabled={logout.isPending}>
       Sign out
     </button>
   );

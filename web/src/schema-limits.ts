@@ -1,6 +1,7 @@
 // A contract field's limits and default, read from its zod schema, so a form states exactly what the
 // API accepts (and what it validates with) instead of a second copy of the numbers.
 import { z } from "zod";
+import { formatCount } from "./format.js";
 
 export interface FieldLimits {
   /** Least value (numbers) or length (strings). */
@@ -32,9 +33,8 @@ export function fieldLimits(schema: z.ZodTypeAny): FieldLimits {
   return limits;
 }
 
-/** `32 to 2,000; default 300`: the range (then `unit`) and the default in words. */
-export function limitsText(l: FieldLimits, unit = ""): string {
-  const n = (v: number) => v.toLocaleString("en-US");
+/** `32 to 2,000; default 300`: the range (then `unit`) and the default in words, each number written by `n`. */
+export function limitsText(l: FieldLimits, unit = "", n: (value: number) => string = formatCount): string {
   const range =
     l.min !== undefined && l.max !== undefined ? `${n(l.min)} to ${n(l.max)}` : l.max !== undefined ? `at most ${n(l.max)}` : l.min !== undefined ? `at least ${n(l.min)}` : "";
   const dflt = typeof l.defaultValue === "number" ? `default ${n(l.defaultValue)}` : "";

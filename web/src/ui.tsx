@@ -1,8 +1,10 @@
 // Small shared pieces: the problem box every error goes through, a form's own refusal, a group of
-// checkboxes, the connections offered by a select (their query: connections.ts), and the page frame.
+// checkboxes, the connections offered by a select or named by slug (their query: connections.ts),
+// and the page frame.
 import type { ReactNode } from "react";
 import type { Connection } from "@svc/sdk";
 import { SvcApiError } from "./api";
+import { useConnections } from "./connections";
 
 /** Shows what went wrong as the API said it: the problem's detail and its request_id. */
 export function ProblemNote({ error }: { error: unknown }) {
@@ -66,17 +68,34 @@ export function CheckboxGroup<T extends string>({ legend, options, selected, onC
   );
 }
 
-/** The workspace's connections as a `<select>`'s options, each valued and labelled by its slug; `all` puts an "All" option (value "") first. */
+/** The workspace's connections as a `<select>`'s options, each valued by its slug and labelled by its name and slug; `all` puts an "All" option (value "") first. */
 export function ConnectionOptions({ connections, all = false }: { connections: readonly Connection[] | undefined; all?: boolean }) {
   return (
     <>
       {all && <option value="">All</option>}
       {connections?.map((c) => (
         <option key={c.id} value={c.slug}>
-          {c.slug}
+          {connectionText(c)}
         </option>
       ))}
     </>
+  );
+}
+
+/** `Front desk (front-desk)`, or the slug alone when the connection has no name. */
+export function connectionText(c: Pick<Connection, "slug" | "name">): string {
+  return c.name ? `${c.name} (${c.slug})` : c.slug;
+}
+
+/** A connection named by its slug elsewhere (a message, a run, a schedule): its name beside the slug, from the cached list. */
+export function ConnectionName({ slug }: { slug: string }) {
+  const name = useConnections().data?.data.find((c) => c.slug === slug)?.name;
+  return name ? (
+    <span>
+      {name} <code className="slug">{slug}</code>
+    </span>
+  ) : (
+    <code className="slug">{slug}</code>
   );
 }
 

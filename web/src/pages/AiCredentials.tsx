@@ -8,6 +8,7 @@ import { api, expectOk, queryClient } from "../api";
 import { fieldLimits, limitsText } from "../schema-limits";
 import { formatDate, InvalidNote, issuesText, ProblemNote } from "../ui";
 import { AI_CHANGE, AI_CREDENTIALS, onPlanRefused, useAiCredentials } from "./ai-shared";
+import { DangerAction } from "../confirm";
 
 /** What each provider speaks, and where it goes without a base URL (docs/ai.md). */
 const PROVIDERS: Record<AiProvider, string> = {
@@ -41,13 +42,14 @@ export function AiCredentials({ canWrite, role, offPlan = false }: { canWrite: b
             </span>
             {canWrite && (
               <span className="actions">
-                <button
-                  type="button"
-                  onClick={() => window.confirm(`Delete the credential ${c.label}? Its key is erased; policies naming it stop calling the vendor.`) && remove.mutate(c.id)}
-                  aria-label={`Delete ${c.label}`}
-                >
-                  Delete
-                </button>
+                <DangerAction
+                  label="Delete"
+                  name={`Delete ${c.label}`}
+                  title={`Delete the credential ${c.label}?`}
+                  consequence={<p>Its key is erased; policies naming it stop calling the vendor (their runs end credential_missing) until they name another.</p>}
+                  confirmLabel="Delete credential"
+                  onConfirm={() => remove.mutate(c.id)}
+                />
               </span>
             )}
           </li>

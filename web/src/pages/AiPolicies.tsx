@@ -1,28 +1,38 @@
 // A connection's AI policy: every field of spec 2.6 with the contract's limits and defaults next to
 // it, validated by the contract's schema before anything is sent; save replaces the policy (PUT),
-// turn off saves it with enabled=false. Without a policy (404) AI is off for the connection.
+// turn off saves it with enabled=false. Without a policy AI is off for the connection. Prices and
+// the monthly limit are typed in currency units and sent in micros (format.ts converts exactly).
 import { useState, type FormEvent, type ReactNode } from "react";
 import { Link } from "react-router";
 import { useMutation, useQuery } from "@tanstack/react-query";
-import { AiMode, AiPolicyBody, type AiPolicy } from "@svc/sdk/contract";
+import { AiMode, AiPolicyBody, type AiPolicy, type AiPolicyList } from "@svc/sdk/contract";
 import { api, expectOk, queryClient, SvcApiError } from "../api";
 import { useConnections } from "../connections";
+import { formatUnits, parseUnits, unitsInputValue } from "../format";
 import { fieldLimits, limitsText } from "../schema-limits";
 import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
 import { AI_CHANGE, onPlanRefused, useAiCredentials } from "./ai-shared";
 
-type NumberField = "max_context_bytes" | "max_output_tokens" | "monthly_cost_limit_micros" | "input_cost_micros_per_million" | "output_cost_micros_per_million";
+type CountField = "max_context_bytes" | "max_output_tokens";
+/** Micros in the API, currency units on the page. */
+type MoneyField = "monthly_cost_limit_micros" | "input_cost_micros_per_million" | "output_cost_micros_per_million";
+type NumberField = CountField | MoneyField;
 type Draft = { credential_id: string; enabled: boolean; mode: AiMode; model: string; system_instruction: string } & Record<NumberField, string>;
 type Field = keyof Draft;
 
 const LIMITS = Object.fromEntries(Object.entries(AiPolicyBody.shape).map(([k, s]) => [k, fieldLimits(s)])) as Record<Field, ReturnType<typeof fieldLimits>>;
 
-const policyKey = (slug: string) => ["ai-policy", slug] as const;
+/** Every policy of the workspace at once (GET /v1/ai/policies): a connection without one is simply absent, no 404 to ask for. */
+const POLICIES = ["ai-policies"] as const;
 
 function draftOf(policy: AiPolicy | null): Draft {
-  const num = (f: NumberField) => {
+  const num = (f: CountField) => {
     const v = policy ? policy[f] : LIMITS[f].defaultValue;
     return typeof v === "number" ? String(v) : "";
+  };
+  const money = (f: MoneyField) => {
+    const v = policy ? policy[f] : LIMITS[f].defaultValue;
+    return typeof v === "number" ? unitsInputValue(v) : "";
   };
   return {
     credential_id: policy?.credential_id ?? "",
@@ -32,16 +42,27 @@ function draftOf(policy: AiPolicy | null): Draft {
     system_instruction: policy?.system_instruction ?? "",
     max_context_bytes: num("max_context_bytes"),
     max_output_tokens: num("max_output_tokens"),
-    monthly_cost_limit_micros: num("monthly_cost_limit_micros"),
-    input_cost_micros_per_million: num("input_cost_micros_per_million"),
-    output_cost_micros_per_million: num("output_cost_micros_per_million"),
+    monthly_cost_limit_micros: money("monthly_cost_limit_micros"),
+    input_cost_micros_per_million: money("input_cost_micros_per_million"),
+    output_cost_micros_per_million: money("output_cost_micros_per_million"),
   };
 }
 
-/** The draft as the PUT body, before the schema's verdict: an empty number takes its default, an empty monthly limit is null. */
-function bodyOf(d: Draft): Record<string, unknown> {
+/**
+ * The draft as the PUT body, before the schema's verdict: an empty number takes its default, an
+ * empty monthly limit is null; and the amounts that could not be read as currency units, by field.
+ */
+function bodyOf(d: Draft): { body: Record<string, unknown>; unreadable: FieldErrors } {
   const num = (s: string) => (s.trim() === "" ? undefined : Number(s.trim()));
-  return {
+  const unreadable: FieldErrors = {};
+  const money = (f: MoneyField) => {
+    if (d[f].trim() === "") return undefined;
+    const parsed = parseUnits(d[f], LIMITS[f].max!);
+    if (parsed.ok) return parsed.micros;
+    unreadable[f] = parsed.message;
+    return undefined;
+  };
+  const body = {
     credential_id: d.credential_id,
     enabled: d.enabled,
     mode: d.mode,
@@ -49,10 +70,11 @@ function bodyOf(d: Draft): Record<string, unknown> {
     system_instruction: d.system_instruction,
     max_context_bytes: num(d.max_context_bytes),
     max_output_tokens: num(d.max_output_tokens),
-    monthly_cost_limit_micros: num(d.monthly_cost_limit_micros) ?? null,
-    input_cost_micros_per_million: num(d.input_cost_micros_per_million),
-    output_cost_micros_per_million: num(d.output_cost_micros_per_million),
+    monthly_cost_limit_micros: money("monthly_cost_limit_micros") ?? null,
+    input_cost_micros_per_million: money("input_cost_micros_per_million"),
+    output_cost_micros_per_million: money("output_cost_micros_per_million"),
   };
+  return { body, unreadable };
 }
 
 /** Field errors by field name, from the schema's issues or the API's problem (`body.max_output_tokens` → max_output_tokens). */
@@ -98,18 +120,10 @@ export function AiPolicies({ canWrite }: { canWrite: boolean }) {
 }
 
 function PolicyOf({ slug, canWrite }: { slug: string; canWrite: boolean }) {
-  const policy = useQuery({
-    queryKey: policyKey(slug),
-    queryFn: async (): Promise<AiPolicy | null> => {
-      const res = await api.ai.getPolicy({ params: { connection: slug } });
-      // The connection comes from the list: its 404 means no policy, AI off.
-      if (res.status === 404) return null;
-      return expectOk(res);
-    },
-  });
-  if (policy.error) return <ProblemNote error={policy.error} />;
-  if (policy.data === undefined) return <p role="status">Loading…</p>;
-  return <PolicyForm slug={slug} policy={policy.data} canWrite={canWrite} />;
+  const policies = useQuery({ queryKey: POLICIES, queryFn: () => expectOk(api.ai.listPolicies()) });
+  if (policies.error) return <ProblemNote error={policies.error} />;
+  if (!policies.data) return <p role="status">Loading…</p>;
+  return <PolicyForm slug={slug} policy={policies.data.data.find((p) => p.connection === slug) ?? null} canWrite={canWrite} />;
 }
 
 function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy | null; canWrite: boolean }) {
@@ -120,7 +134,7 @@ function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy
     mutationKey: AI_CHANGE,
     mutationFn: (body: AiPolicyBody) => expectOk(api.ai.setPolicy({ params: { connection: slug }, body })),
     onSuccess: (saved) => {
-      queryClient.setQueryData(policyKey(slug), saved);
+      queryClient.setQueryData<AiPolicyList>(POLICIES, (list) => list && { data: [...list.data.filter((p) => p.connection !== slug), saved] });
       setDraft(draftOf(saved));
     },
     onError: onPlanRefused,
@@ -128,13 +142,14 @@ function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy
   const errors: FieldErrors = { ...errorsOfProblem(save.error), ...invalid };
   const set = <K extends Field>(k: K, v: Draft[K]) => setDraft({ ...draft, [k]: v });
   const send = (d: Draft) => {
-    const parsed = AiPolicyBody.safeParse(bodyOf(d));
-    const issues = parsed.success ? {} : errorsOfIssues(parsed.error.issues);
+    const { body, unreadable } = bodyOf(d);
+    const parsed = AiPolicyBody.safeParse(body);
+    const issues = { ...(parsed.success ? {} : errorsOfIssues(parsed.error.issues)), ...unreadable };
     // "Invalid uuid" says little about an empty choice.
     if (d.credential_id === "") issues.credential_id = "choose one (add one on the Credentials section first if there is none)";
     setInvalid(issues);
     save.reset();
-    if (parsed.success) save.mutate(parsed.data);
+    if (parsed.success && Object.keys(issues).length === 0) save.mutate(parsed.data);
   };
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -142,11 +157,17 @@ function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy
   };
   // The saved policy, turned off: edits not yet saved are not sent along.
   const turnOff = () => policy && send({ ...draftOf(policy), enabled: false });
-  const num = (f: NumberField, label: string, help: ReactNode) => (
+  const num = (f: CountField, label: string, help: ReactNode) => (
     <Row field={f} label={label} help={help} error={errors[f]}>
       {(a11y) => (
         <input {...a11y} type="number" inputMode="numeric" step={1} min={LIMITS[f].min} max={LIMITS[f].max} value={draft[f]} onChange={(e) => set(f, e.target.value)} />
       )}
+    </Row>
+  );
+  // Text, not type=number: a browser's number field rounds past 15 significant digits.
+  const money = (f: MoneyField, label: string, help: ReactNode) => (
+    <Row field={f} label={label} help={help} error={errors[f]}>
+      {(a11y) => <input {...a11y} type="text" inputMode="decimal" autoComplete="off" value={draft[f]} onChange={(e) => set(f, e.target.value)} />}
     </Row>
   );
   const liveCredentials = credentials.data?.data ?? [];
@@ -204,15 +225,16 @@ function PolicyForm({ slug, policy, canWrite }: { slug: string; policy: AiPolicy
         <fieldset>
           <legend>Cost</legend>
           <p className="help">
-            Prices are in micros (millionths of your currency unit) per million tokens, as the vendor bills them; a run costs input tokens × input
-            price / 1,000,000 plus the same for output, rounded up.
+            Amounts in units of your currency, such as 2.50, as the vendor prices a million tokens; up to six decimals. A run costs input tokens ×
+            input price / 1,000,000 plus the same for output, rounded up to the millionth of a unit. (The API stores millionths, micros: 2.50 is
+            2,500,000.)
           </p>
-          {num("input_cost_micros_per_million", "Input price (micros per million tokens)", limitsText(LIMITS.input_cost_micros_per_million))}
-          {num("output_cost_micros_per_million", "Output price (micros per million tokens)", limitsText(LIMITS.output_cost_micros_per_million))}
-          {num(
+          {money("input_cost_micros_per_million", "Input price per million tokens", limitsText(LIMITS.input_cost_micros_per_million, "", formatUnits))}
+          {money("output_cost_micros_per_million", "Output price per million tokens", limitsText(LIMITS.output_cost_micros_per_million, "", formatUnits))}
+          {money(
             "monthly_cost_limit_micros",
-            "Monthly cost limit (micros)",
-            `${limitsText(LIMITS.monthly_cost_limit_micros)}. Empty: no limit. 0: refuse every run. Otherwise a run that could pass it this calendar month is refused before the vendor is called.`,
+            "Monthly cost limit",
+            `${limitsText(LIMITS.monthly_cost_limit_micros, "", formatUnits)}. Empty: no limit. 0: refuse every run. Otherwise a run that could pass it this calendar month is refused before the vendor is called.`,
           )}
         </fieldset>
       </fieldset>

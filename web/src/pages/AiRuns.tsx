@@ -7,7 +7,9 @@ import type { AiRun } from "@svc/sdk";
 import { api, expectOk } from "../api";
 import { useConnections } from "../connections";
 import { PageButtons, useCursorPages } from "../cursor-pages";
-import { ConnectionOptions, formatDate, ProblemNote } from "../ui";
+import { StateBadge } from "../badges";
+import { formatCount, formatUnits } from "../format";
+import { ConnectionName, ConnectionOptions, formatDate, ProblemNote } from "../ui";
 
 const PAGE_SIZE = 25;
 
@@ -59,7 +61,7 @@ function RunsTable({ runs }: { runs: AiRun[] }) {
             <th scope="col">Outcome</th>
             <th scope="col">Error</th>
             <th scope="col">Tokens in / out</th>
-            <th scope="col">Cost (micros)</th>
+            <th scope="col">Cost</th>
             <th scope="col">Latency</th>
             <th scope="col">Prompt SHA-256</th>
           </tr>
@@ -68,16 +70,20 @@ function RunsTable({ runs }: { runs: AiRun[] }) {
           {runs.map((r) => (
             <tr key={r.id}>
               <td>{formatDate(r.created_at)}</td>
-              <td>{r.connection}</td>
+              <td>
+                <ConnectionName slug={r.connection} />
+              </td>
               <td>{r.mode}</td>
               <td>{r.model}</td>
-              <td>{r.outcome}</td>
+              <td>
+                <StateBadge kind="run" value={r.outcome} />
+              </td>
               <td>{r.error ?? "—"}</td>
               <td>
-                {r.input_tokens} / {r.output_tokens}
+                {formatCount(r.input_tokens)} / {formatCount(r.output_tokens)}
               </td>
-              <td>{r.cost_micros}</td>
-              <td>{r.latency_ms === null ? "—" : `${r.latency_ms} ms`}</td>
+              <td title={`${formatCount(r.cost_micros)} micros`}>{formatUnits(r.cost_micros)}</td>
+              <td>{r.latency_ms === null ? "—" : `${formatCount(r.latency_ms)} ms`}</td>
               <td>{r.prompt_sha256 ? <code title={r.prompt_sha256}>{r.prompt_sha256.slice(0, 12)}…</code> : "—"}</td>
             </tr>
           ))}

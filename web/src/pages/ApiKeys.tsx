@@ -4,6 +4,9 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { IssueApiKeyBody, PERMISSIONS, type IssuableScope, type Role } from "@svc/sdk/contract";
 import type { ApiKey } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
+import { Badge } from "../badges";
+import { DangerAction } from "../confirm";
+import { CopyableValue } from "../copy";
 import { CheckboxGroup, formatDate, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
 
 const KEYS = ["api-keys"] as const;
@@ -44,7 +47,7 @@ export function ApiKeys({ role }: { role: Role }) {
           <p>
             <strong>{shown.name}</strong>: copy this key now. It is shown only once.
           </p>
-          <code aria-label="API key value">{shown.key}</code>
+          <CopyableValue value={shown.key} label="API key value" what="the API key" />
           <button type="button" onClick={() => setShown(null)}>
             I have copied it
           </button>
@@ -57,18 +60,35 @@ export function ApiKeys({ role }: { role: Role }) {
       <ul className="rows">
         {keys.data?.data.map((k: ApiKey) => (
           <li key={k.id}>
-            <span>
-              <strong>{k.name}</strong> <code>{k.prefix}…</code> ({k.environment}) · {k.scopes.join(", ")} · created {formatDate(k.created_at)}
-              {k.revoked_at ? ` · revoked ${formatDate(k.revoked_at)}` : ""}
+            <span className="row-main">
+              <span className="row-title">
+                <strong>{k.name}</strong> <code className="slug">{k.prefix}…</code>
+                <Badge tone={k.environment === "live" ? "info" : "quiet"}>{k.environment}</Badge>
+                {k.revoked_at ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>}
+              </span>
+              <span className="meta">
+                {k.scopes.join(", ")} · created {formatDate(k.created_at)}
+                {k.revoked_at ? ` · revoked ${formatDate(k.revoked_at)}` : ""}
+              </span>
             </span>
             {!k.revoked_at && (
               <span className="actions">
-                <button type="button" onClick={() => rotate.mutate(k.id)} aria-label={`Rotate ${k.name}`}>
-                  Rotate
-                </button>
-                <button type="button" onClick={() => window.confirm(`Revoke ${k.name}? Calls using it will fail at once.`) && revoke.mutate(k.id)} aria-label={`Revoke ${k.name}`}>
-                  Revoke
-                </button>
+                <DangerAction
+                  label="Rotate"
+                  name={`Rotate ${k.name}`}
+                  title={`Rotate ${k.name}?`}
+                  consequence={<p>A new key with the same scopes is shown once, and this one stops working at once: update every program using it.</p>}
+                  confirmLabel="Rotate key"
+                  onConfirm={() => rotate.mutate(k.id)}
+                />
+                <DangerAction
+                  label="Revoke"
+                  name={`Revoke ${k.name}`}
+                  title={`Revoke ${k.name}?`}
+                  consequence={<p>Calls using it fail at once, and a revoked key cannot be restored.</p>}
+                  confirmLabel="Revoke key"
+                  onConfirm={() => revoke.mutate(k.id)}
+                />
               </span>
             )}
           </li>

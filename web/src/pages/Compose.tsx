@@ -9,7 +9,7 @@ import { newIdempotencyKey } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
 import { useConnections } from "../connections";
 import { useSession } from "../session";
-import { InvalidNote, issuesText, ProblemNote } from "../ui";
+import { connectionText, InvalidNote, issuesText, ProblemNote } from "../ui";
 
 export function Compose() {
   const role = useSession().data?.role;
@@ -73,8 +73,8 @@ function ComposeForm() {
           <select id="compose-from" value={connection} onChange={(e) => setChosen(e.target.value)}>
             {connected.map((c) => (
               <option key={c.id} value={c.slug}>
-                {c.slug}
-                {c.phone ? ` (${c.phone})` : ""}
+                {connectionText(c)}
+                {c.phone ? ` · ${c.phone}` : ""}
               </option>
             ))}
           </select>

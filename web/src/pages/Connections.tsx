@@ -1,14 +1,15 @@
-// Connections: create, pair with a live QR (a new grant before the old one expires, "connected"
-// as soon as the phone scans), suspend/resume, delete.
-import { useEffect, useState, type FormEvent } from "react";
+// Connections: create, pair (Pairing.tsx: a live QR, "connected" as soon as the phone scans),
+// suspend/resume, delete after a confirmation.
+import { useState, type FormEvent } from "react";
 import { useMutation } from "@tanstack/react-query";
-import { QRCodeSVG } from "qrcode.react";
 import { CreateConnectionBody, sessionMayUse, type Role } from "@svc/sdk/contract";
-import type { Connection, PairingPayload } from "@svc/sdk";
-import { api, expectOk, SvcApiError } from "../api";
+import type { Connection } from "@svc/sdk";
+import { api, expectOk } from "../api";
+import { StateBadge } from "../badges";
+import { DangerAction } from "../confirm";
 import { refreshConnections, useConnections } from "../connections";
 import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
-
+import { PairingPanel } from "./Pairing";
 
 export function Connections({ role }: { role: Role }) {
   const canWrite = sessionMayUse(role, "connections:write");
@@ -30,9 +31,16 @@ export function Connections({ role }: { role: Role }) {
       <ul className="rows">
         {list.data?.data.map((c: Connection) => (
           <li key={c.id}>
-            <span>
-              <strong>{c.name ?? c.slug}</strong> <code>{c.slug}</code> · <span aria-label={`State of ${c.slug}`}>{c.state}</span>
-              {c.phone && ` · ${c.phone}`} · {c.transport} · created {formatDate(c.created_at)}
+            <span className="row-main">
+              <span className="row-title">
+                <strong>{c.name ?? c.slug}</strong>
+                {c.name && <code className="slug">{c.slug}</code>}
+                <StateBadge kind="connection" value={c.state} label={`State of ${c.slug}`} />
+              </span>
+              <span className="meta">
+                {c.phone ? `${c.phone} · ` : ""}
+                {c.transport} engine · created {formatDate(c.created_at)}
+              </span>
             </span>
             {canWrite && (
               <span className="actions">
@@ -42,21 +50,26 @@ export function Connections({ role }: { role: Role }) {
                   </button>
                 )}
                 {c.state === "suspended" ? (
-                  <button type="button" onClick={() => resume.mutate(c.slug)} aria-label={`Resume ${c.slug}`}>
+                  <button type="button" className="secondary" onClick={() => resume.mutate(c.slug)} aria-label={`Resume ${c.slug}`}>
                     Resume
                   </button>
                 ) : (
-                  <button type="button" onClick={() => suspend.mutate(c.slug)} aria-label={`Suspend ${c.slug}`}>
+                  <button type="button" className="secondary" onClick={() => suspend.mutate(c.slug)} aria-label={`Suspend ${c.slug}`}>
                     Suspend
                   </button>
                 )}
-                <button
-                  type="button"
-                  onClick={() => window.confirm(`Delete ${c.slug}? Its phone is unlinked.`) && remove.mutate(c.slug)}
-                  aria-label={`Delete ${c.slug}`}
-                >
-                  Delete
-                </button>
+                <DangerAction
+                  label="Delete"
+                  name={`Delete ${c.slug}`}
+                  title={`Delete ${c.name ?? c.slug}?`}
+                  consequence={
+                    <p>
+                      The connection <code>{c.slug}</code> is deleted and its phone unlinked: it stops sending and receiving at once.
+                    </p>
+                  }
+                  confirmLabel="Delete connection"
+                  onConfirm={() => remove.mutate(c.slug)}
+                />
               </span>
             )}
           </li>
@@ -100,70 +113,5 @@ function CreateForm() {
         Create connection
       </button>
     </form>
-  );
-}
-
-/** A fresh grant and its QR; a new one shortly before each expires, until connected or closed. */
-function PairingPanel({ connection, onClose }: { connection: Connection; onClose: () => void }) {
-  const slug = connection.slug;
-  const connected = connection.state === "connected";
-  const [qr, setQr] = useState<PairingPayload | null>(null);
-  const [error, setError] = useState<unknown>(null);
-
-  useEffect(() => {
-    if (connected) return;
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const next = async (attempt = 1): Promise<void> => {
-      try {
-        const grant = await expectOk(api.connections.pair({ params: { connection: slug } }));
-        const payload = await expectOk(api.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
-        if (stopped) return;
-        setQr(payload);
-        setError(null);
-        const left = Date.parse(payload.expires_at) - Date.now();
-        timer = setTimeout(() => void next(), Math.max(1_000, left - 2_000));
-      } catch (err) {
-        if (stopped) return;
-        // Each pair replaces the connection's grant: a pair of an earlier run of this effect (a
-        // remount) that lands after ours leaves our grant gone (404). Ask again; ours is then the last.
-        if (err instanceof SvcApiError && err.status === 404 && attempt < 3) return next(attempt + 1);
-        setError(err);
-      }
-    };
-    void next();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [slug, connected]);
-
-  return (
-    <div className="pairing" role="region" aria-label={`Pairing ${slug}`}>
-      <h2>Pair {slug}</h2>
-      {connected ? (
-        <p role="status">
-          Connected{connection.phone ? ` as ${connection.phone}` : ""}.
-        </p>
-      ) : (
-        <>
-          <p>Open the messaging app on the phone, choose "Link a device" and scan this code. It refreshes by itself.</p>
-          {qr && (
-            <>
-              <QRCodeSVG value={qr.payload} size={224} marginSize={2} role="img" aria-label={`Pairing QR code for ${slug}`} />
-              <p>Valid until {formatDate(qr.expires_at)}.</p>
-              <details>
-                <summary>Show the code as text</summary>
-                <code aria-label="Pairing payload">{qr.payload}</code>
-              </details>
-            </>
-          )}
-          <ProblemNote error={error} />
-        </>
-      )}
-      <button type="button" onClick={onClose}>
-        {connected ? "Done" : "Cancel"}
-      </button>
-    </div>
   );
 }

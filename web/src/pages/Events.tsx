@@ -3,7 +3,7 @@
 import { useEffect, useState } from "react";
 import { queryClient } from "../api";
 import { SESSION_KEY } from "../session";
-import { formatDate, Page } from "../ui";
+import { ConnectionName, formatDate, Page } from "../ui";
 
 /** server/events/stream.ts; same origin, so the HttpOnly cookie goes along. */
 const STREAM_PATH = "/v1/events/stream";
@@ -70,7 +70,13 @@ export function Events() {
             <details>
               <summary>
                 <strong>{e.type}</strong>
-                {e.connection && ` · ${e.connection}`} · {formatDate(e.created_at)}
+                {e.connection && (
+                  <>
+                    {" · "}
+                    <ConnectionName slug={e.connection} />
+                  </>
+                )}{" "}
+                · {formatDate(e.created_at)}
               </summary>
               <pre className="payload">{JSON.stringify(e, null, 2)}</pre>
             </details>

@@ -3,6 +3,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { api, expectOk, queryClient } from "../api";
 import { formatDate, Page, ProblemNote } from "../ui";
+import { DangerAction } from "../confirm";
 
 const LIST = ["oauth-authorizations"] as const;
 
@@ -26,9 +27,14 @@ export function McpClients() {
                 <strong>{name}</strong> · redirects to {c.redirect_host} · {c.scopes.join(", ")} · approved {formatDate(c.created_at)} ·{" "}
                 {c.last_used_at ? `last used ${formatDate(c.last_used_at)}` : "never used"}
               </span>
-              <button type="button" onClick={() => window.confirm(`Revoke ${name}? Its tokens stop working at once.`) && revoke.mutate(c.id)} aria-label={`Revoke ${name}`}>
-                Revoke
-              </button>
+              <DangerAction
+                label="Revoke"
+                name={`Revoke ${name}`}
+                title={`Revoke ${name}?`}
+                consequence={<p>Its tokens stop working at once; it must ask for your approval again to use the workspace's tools.</p>}
+                confirmLabel="Revoke access"
+                onConfirm={() => revoke.mutate(c.id)}
+              />
             </li>
           );
         })}

@@ -6,7 +6,9 @@ import { useQuery } from "@tanstack/react-query";
 import { MESSAGE_STATUSES, type Message } from "@svc/sdk/contract";
 import { api, expectOk } from "../api";
 import { useConnections } from "../connections";
-import { ConnectionOptions, formatDate, Page, ProblemNote } from "../ui";
+import { StateBadge } from "../badges";
+import { CopyButton } from "../copy";
+import { ConnectionName, ConnectionOptions, formatDate, Page, ProblemNote } from "../ui";
 import { Compose } from "./Compose";
 import { PageButtons, useCursorPages } from "../cursor-pages";
 
@@ -77,10 +79,14 @@ export function Messages() {
       <ul className="rows">
         {list.data?.data.map((m) => (
           <li key={m.id}>
-            <span>
-              <Link to={`/messages/${m.id}`}>{m.body ? m.body.slice(0, 60) : m.media ? `[${m.media.kind ?? "media"}]` : m.id}</Link>
-              {" · "}
-              {m.direction} {m.direction === "outbound" ? `to ${recipient(m)}` : `from ${m.from ?? "?"}`} · {m.connection} · {m.status} · {formatDate(m.created_at)}
+            <span className="row-main">
+              <span className="row-title">
+                <Link to={`/messages/${m.id}`}>{m.body ? m.body.slice(0, 60) : m.media ? `[${m.media.kind ?? "media"}]` : m.id}</Link>
+                <StateBadge kind="message" value={m.status} />
+              </span>
+              <span className="meta">
+                {m.direction} {m.direction === "outbound" ? `to ${recipient(m)}` : `from ${m.from ?? "?"}`} · <ConnectionName slug={m.connection} /> · {formatDate(m.created_at)}
+              </span>
             </span>
           </li>
         ))}
@@ -105,16 +111,20 @@ export function MessageDetail() {
           <dl className="facts">
             <dt>ID</dt>
             <dd>
-              <code>{m.id}</code>
+              <code>{m.id}</code> <CopyButton value={m.id} what="the message ID" />
             </dd>
             <dt>Connection</dt>
-            <dd>{m.connection}</dd>
+            <dd>
+              <ConnectionName slug={m.connection} />
+            </dd>
             <dt>Direction</dt>
             <dd>{m.direction}</dd>
             <dt>{m.direction === "outbound" ? "To" : "From"}</dt>
             <dd>{m.direction === "outbound" ? recipient(m) : m.from}</dd>
             <dt>Status</dt>
-            <dd>{m.status}</dd>
+            <dd>
+              <StateBadge kind="message" value={m.status} />
+            </dd>
             {m.body !== null && (
               <>
                 <dt>Body</dt>
@@ -134,7 +144,7 @@ export function MessageDetail() {
           <ol className="timeline" aria-label="Timeline">
             {m.timeline.map((t, i) => (
               <li key={i}>
-                <strong>{t.status}</strong> · <time dateTime={t.at}>{formatDate(t.at)}</time>
+                <StateBadge kind="message" value={t.status} /> <time dateTime={t.at}>{formatDate(t.at)}</time>
                 {t.detail && ` · ${t.detail}`}
               </li>
             ))}

@@ -2,10 +2,11 @@
 import { useQuery } from "@tanstack/react-query";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { api, expectOk } from "../api";
+import { formatCount } from "../format";
 import { Page, ProblemNote } from "../ui";
 
 function limitText(used: number, limit: number | null): string {
-  return limit === null ? `${used} (unlimited)` : `${used} of ${limit}`;
+  return limit === null ? `${formatCount(used)} (unlimited)` : `${formatCount(used)} of ${formatCount(limit)}`;
 }
 
 export function Overview() {
@@ -29,15 +30,15 @@ export function Overview() {
       {usage.data && (
         <figure>
           <figcaption>
-            Messages per day, {usage.data.from} to {usage.data.to} (UTC): {usage.data.totals.messages_outbound} sent,{" "}
-            {usage.data.totals.messages_inbound} received
+            Messages per day, {usage.data.from} to {usage.data.to} (UTC): {formatCount(usage.data.totals.messages_outbound)} sent,{" "}
+            {formatCount(usage.data.totals.messages_inbound)} received
           </figcaption>
           <div className="chart" role="img" aria-label="Bar chart of messages sent and received per day">
             <ResponsiveContainer width="100%" height={240}>
               <BarChart data={usage.data.daily}>
                 <CartesianGrid strokeDasharray="3 3" />
                 <XAxis dataKey="date" tickFormatter={(d: string) => d.slice(5)} />
-                <YAxis allowDecimals={false} />
+                <YAxis allowDecimals={false} tickFormatter={formatCount} />
                 <Tooltip />
                 <Legend />
                 <Bar dataKey="messages_outbound" name="Sent" fill="#2563eb" />

@@ -8,7 +8,10 @@ import { CreateScheduleBody, nextStatus, PreviewScheduleBody, SCHEDULE_STATUSES,
 import type { Schedule } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
 import { useConnections } from "../connections";
-import { CheckboxGroup, ConnectionOptions, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
+import { StateBadge } from "../badges";
+import { formatCount } from "../format";
+import { CheckboxGroup, ConnectionName, ConnectionOptions, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
+import { DangerAction } from "../confirm";
 
 const LIST = ["schedules"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: LIST });
@@ -79,10 +82,15 @@ export function Schedules({ role }: { role: Role }) {
         {shown.map((s) => (
           <li key={s.id}>
             <span>
-              <strong>{s.name}</strong> · <span aria-label={`Status of ${s.name}`}>{s.status}</span> · {ruleText(s.recurrence)} in {s.timezone}
+              <strong>{s.name}</strong> <StateBadge kind="schedule" value={s.status} label={`Status of ${s.name}`} /> · {ruleText(s.recurrence)} in {s.timezone}
               {" · "}
-              {typeof s.message.connection === "string" && `${s.message.connection} to ${typeof s.message.to === "string" ? s.message.to : "…"} · `}
-              fired {s.occurrences} {s.occurrences === 1 ? "time" : "times"}
+              {typeof s.message.connection === "string" && (
+                <>
+                  <ConnectionName slug={s.message.connection} /> to {typeof s.message.to === "string" ? s.message.to : "…"}
+                  {" · "}
+                </>
+              )}
+              fired {formatCount(s.occurrences)} {s.occurrences === 1 ? "time" : "times"}
               {s.next_run_at && (
                 <>
                   {" · next run "}
@@ -105,13 +113,14 @@ export function Schedules({ role }: { role: Role }) {
                   </button>
                 )}
                 {nextStatus("cancel", s.status) && (
-                  <button
-                    type="button"
-                    onClick={() => window.confirm(`Cancel ${s.name} for good? A canceled schedule never runs again.`) && move.mutate({ id: s.id, action: "cancel" })}
-                    aria-label={`Cancel ${s.name}`}
-                  >
-                    Cancel
-                  </button>
+                  <DangerAction
+                    label="Cancel"
+                    name={`Cancel ${s.name}`}
+                    title={`Cancel ${s.name} for good?`}
+                    consequence={<p>A canceled schedule never runs again and cannot be resumed; pause it instead to stop it for a while.</p>}
+                    confirmLabel="Cancel schedule"
+                    onConfirm={() => move.mutate({ id: s.id, action: "cancel" })}
+                  />
                 )}
               </span>
             )}

@@ -7,6 +7,8 @@ import { InviteMemberBody, type Role } from "@svc/sdk/contract";
 import { api, expectOk, queryClient } from "../api";
 import { SESSION_KEY } from "../session";
 import { formatDate, InvalidNote, Page, ProblemNote } from "../ui";
+import { Badge } from "../badges";
+import { DangerAction } from "../confirm";
 
 const TEAM = ["team"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: TEAM });
@@ -26,7 +28,7 @@ export function Team({ userId }: { userId: string }) {
         {team.data?.members.map((m) => (
           <li key={m.id}>
             <span>
-              <strong>{m.email}</strong> · joined {formatDate(m.joined_at)}
+              <strong>{m.email}</strong> <span className="meta">joined {formatDate(m.joined_at)}</span>
             </span>
             <span className="actions">
               {m.user_id !== userId && assignable.includes(m.role) ? (
@@ -41,12 +43,17 @@ export function Team({ userId }: { userId: string }) {
                       </option>
                     ))}
                   </select>
-                  <button type="button" onClick={() => window.confirm(`Remove ${m.email}?`) && remove.mutate(m.id)} aria-label={`Remove ${m.email}`}>
-                    Remove
-                  </button>
+                  <DangerAction
+                    label="Remove"
+                    name={`Remove ${m.email}`}
+                    title={`Remove ${m.email}?`}
+                    consequence={<p>They lose access to the workspace at once, and the API keys they issued stop working.</p>}
+                    confirmLabel="Remove member"
+                    onConfirm={() => remove.mutate(m.id)}
+                  />
                 </>
               ) : (
-                <span>{m.role}</span>
+                <Badge tone="quiet">{m.role}</Badge>
               )}
             </span>
           </li>
@@ -58,12 +65,17 @@ export function Team({ userId }: { userId: string }) {
         {team.data?.invitations.map((i) => (
           <li key={i.id}>
             <span>
-              <strong>{i.email}</strong> · {i.role} · expires {formatDate(i.expires_at)}
+              <strong>{i.email}</strong> <Badge tone="info">{i.role}</Badge> <span className="meta">expires {formatDate(i.expires_at)}</span>
             </span>
             {assignable.length > 0 && (
-              <button type="button" onClick={() => cancel.mutate(i.id)} aria-label={`Cancel the invitation of ${i.email}`}>
-                Cancel
-              </button>
+              <DangerAction
+                label="Cancel"
+                name={`Cancel the invitation of ${i.email}`}
+                title={`Cancel the invitation of ${i.email}?`}
+                consequence={<p>The link in the invitation e-mail stops working; you can invite them again later.</p>}
+                confirmLabel="Cancel invitation"
+                onConfirm={() => cancel.mutate(i.id)}
+              />
             )}
           </li>
         ))}

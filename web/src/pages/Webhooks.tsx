@@ -5,7 +5,11 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { CreateWebhookEndpointBody, sessionMayUse, WEBHOOK_EVENTS, type Role } from "@svc/sdk/contract";
 import type { WebhookEndpoint } from "@svc/sdk";
 import { api, expectOk, queryClient } from "../api";
-import { CheckboxGroup, formatDate, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
+import { StateBadge } from "../badges";
+import { CopyableValue } from "../copy";
+import { formatCount } from "../format";
+import { CheckboxGroup, ConnectionName, formatDate, InvalidNote, issuesText, Page, ProblemNote } from "../ui";
+import { DangerAction } from "../confirm";
 
 const LIST = ["webhook-endpoints"] as const;
 
@@ -25,7 +29,7 @@ export function Webhooks({ role }: { role: Role }) {
           <p>
             Signing secret for <strong>{secret.url}</strong>: copy it now. It is shown only once.
           </p>
-          <code aria-label="Signing secret value">{secret.secret}</code>
+          <CopyableValue value={secret.secret} label="Signing secret value" what="the signing secret" />
           <button type="button" onClick={() => setSecret(null)}>
             I have copied it
           </button>
@@ -38,18 +42,35 @@ export function Webhooks({ role }: { role: Role }) {
       <ul className="rows">
         {list.data?.data.map((e: WebhookEndpoint) => (
           <li key={e.id}>
-            <span>
-              <strong>{e.url}</strong> · {e.events.join(", ")}
-              {e.connection && ` · ${e.connection} only`}
+            <span className="row-main">
+              <strong>{e.url}</strong>
+              <span className="meta">
+                {e.events.join(", ")}
+                {e.connection && (
+                  <>
+                    {" · only "}
+                    <ConnectionName slug={e.connection} />
+                  </>
+                )}
+              </span>
             </span>
             <span className="actions">
               <button type="button" aria-expanded={open === e.id} onClick={() => setOpen(open === e.id ? null : e.id)} aria-label={`Deliveries of ${e.url}`}>
                 Deliveries
               </button>
               {canWrite && (
-                <button type="button" onClick={() => window.confirm(`Delete the endpoint ${e.url}?`) && remove.mutate(e.id)} aria-label={`Delete ${e.url}`}>
-                  Delete
-                </button>
+                <DangerAction
+                  label="Delete"
+                  name={`Delete ${e.url}`}
+                  title="Delete this endpoint?"
+                  consequence={
+                    <p>
+                      <code>{e.url}</code> receives no more events, and deliveries still waiting for it are canceled.
+                    </p>
+                  }
+                  confirmLabel="Delete endpoint"
+                  onConfirm={() => remove.mutate(e.id)}
+                />
               )}
             </span>
             {open === e.id && <Deliveries endpoint={e} canResend={canWrite} />}
@@ -110,11 +131,11 @@ function Deliveries({ endpoint, canResend }: { endpoint: WebhookEndpoint; canRes
       <ul>
         {deliveries.data?.data.map((d) => (
           <li key={d.id}>
-            <strong>{d.event_type}</strong> · <span aria-label={`Status of ${d.id}`}>{d.status}</span> · {d.attempt_count} attempt(s) · {formatDate(d.created_at)}
+            <strong>{d.event_type}</strong> <StateBadge kind="delivery" value={d.status} label={`Status of ${d.id}`} /> · {formatCount(d.attempt_count)} {d.attempt_count === 1 ? "attempt" : "attempts"} · {formatDate(d.created_at)}
             <ol>
               {d.attempts.map((a, i) => (
                 <li key={i}>
-                  {a.trigger} · {formatDate(a.attempted_at)} · {a.status_code ?? a.error_code ?? "no answer"} · {a.latency_ms} ms
+                  {a.trigger} · {formatDate(a.attempted_at)} · {a.status_code ?? a.error_code ?? "no answer"} · {formatCount(a.latency_ms)} ms
                 </li>
               ))}
             </ol>
