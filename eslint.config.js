@@ -3,7 +3,7 @@ import tseslint from "typescript-eslint";
 import reactHooks from "eslint-plugin-react-hooks";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "sdk/dist/", "web/dist/", "test-artifacts/", ".data/", "**/*.js", "!eslint.config.js"] },
+  { ignores: ["node_modules/", "sdk/dist/", "web/dist/", "test-artifacts/", ".data/", "**/*.js", "**/*.cjs", "!eslint.config.js"] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

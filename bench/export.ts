@@ -20,7 +20,7 @@
 // Without DATABASE_URL the embedded database runs in this (the measuring) process and the
 // gateway reaches it over its socket, as a second process would.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +32,7 @@ import { createLogger } from "../server/logger.js";
 import { newId } from "../server/ids.js";
 import { Plan } from "../server/workspace/entities.js";
 import { WorkspaceService } from "../server/workspace/service.js";
+import { distIsCurrent } from "../test/support/child-entry.js";
 import { freePort } from "../test/support/child-gateway.js";
 import { createScratchDatabase } from "../test/setup.js";
 
@@ -225,20 +226,10 @@ await database.close();
 await drop?.();
 process.exit(complete ? 0 : 1);
 
-/**
- * Builds dist/ (`npm run build`) unless dist/server/main.js is newer than every source file the
- * build compiles and the build's configuration.
- */
+/** Builds dist/ (`npm run build`) unless it is newer than every source the build compiles (distIsCurrent). */
 function ensureBuilt(): void {
-  const output = "dist/server/main.js";
-  const built = existsSync(output) ? statSync(output).mtimeMs : 0;
-  const sources = ["tsconfig.json", "tsconfig.build.json", "package.json"];
-  for (const dir of ["server", "jobs", "contract", "sdk/src"]) {
-    for (const file of readdirSync(dir, { recursive: true, encoding: "utf8" })) if (file.endsWith(".ts")) sources.push(join(dir, file));
-  }
-  const stale = sources.find((file) => statSync(file).mtimeMs > built);
-  if (built && !stale) return;
-  console.log(built ? `${stale} is newer than ${output}: npm run build` : `no ${output}: npm run build`);
+  if (distIsCurrent()) return;
+  console.log("dist/ is missing or older than its sources: npm run build");
   const build = spawnSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
   if (build.status !== 0) throw new Error("npm run build failed");
 }

@@ -40,8 +40,8 @@ export class JobRunner {
   private constructor(
     agenda: Agenda,
     private readonly logger: Logger,
-    /** Our pool under the PostgreSQL backend (Agenda does not close a pool it was given). */
-    private readonly pool: pg.Pool | undefined,
+    /** Closes the backend's connections: our pool under PostgreSQL (Agenda does not close a pool it was given), the client under MongoDB. */
+    private readonly closeBackend: () => Promise<void>,
   ) {
     this.agenda = agenda;
     agenda.on("start", (job: object) => this.running.add(job));
@@ -89,7 +89,9 @@ export class JobRunner {
     backend.connect = () => Promise.resolve();
     const agenda = new Agenda({
       backend,
-      processEvery: options.processEveryMs ?? (options.embedded ? 500 : 2000),
+      // Only PostgreSQL's LISTEN/NOTIFY wakes Agenda for a new job; on the embedded database and on
+      // MongoDB (no notification channel) a job waits for the next poll, so they poll more often.
+      processEvery: options.processEveryMs ?? (options.embedded || options.mongoUrl ? 500 : 2000),
       defaultConcurrency: 10,
       maxConcurrency: 40,
     } as ConstructorParameters<typeof Agenda>[0]);
@@ -98,7 +100,9 @@ export class JobRunner {
       if (isDatabaseUnavailable(err) || isMongoUnavailable(err)) logger.warn({ err }, "job runner: backend unavailable; polling again");
       else logger.error({ err }, "job runner error");
     });
-    return new JobRunner(agenda, logger, pool);
+    // stop() keeps the connection for a restart (agenda.stop(false)); it is closed once, at the end.
+    const closeBackend = pool ? () => pool.end() : () => connected.disconnect();
+    return new JobRunner(agenda, logger, () => closeBackend().catch(() => undefined));
   }
 
   define<T>(job: JobDefinition<T>): void {
@@ -143,7 +147,7 @@ export class JobRunner {
       const deadline = Date.now() + timeoutMs;
       while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    await this.pool?.end().catch(() => undefined);
+    await this.closeBackend();
   }
 }
 

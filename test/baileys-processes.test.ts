@@ -14,7 +14,7 @@ import { newWorkspace, type Client } from "./support/actors.js";
 import { baileysEngine, pairBaileys } from "./support/baileys.js";
 import { startChildGateway, type ChildGateway } from "./support/child-gateway.js";
 import { uniquePhone } from "./support/sandbox.js";
-import { sleep, waitFor } from "./support/wait.js";
+import { waitFor } from "./support/wait.js";
 
 interface Entry {
   pid: number;
@@ -22,6 +22,29 @@ interface Entry {
   event: "open" | "send" | "end" | "closed";
   connection: string;
   id?: string;
+}
+
+/**
+ * Waits until the connection's lease has been renewed `times` more times: its holder's lease
+ * polls, and so as many polls of every other process, which poll at the same pace.
+ */
+async function leaseRenewals(connectionId: string, times: number): Promise<void> {
+  const expiry = async () => {
+    const [row] = (await testEnv().gateway.ctx.db.query(`SELECT expires_at FROM baileys_leases WHERE connection_id = $1`, [connectionId])) as { expires_at: Date }[];
+    return row?.expires_at.getTime() ?? 0;
+  };
+  let last = await expiry();
+  let renewed = 0;
+  await waitFor(
+    async () => {
+      const now = await expiry();
+      if (now > last) [renewed, last] = [renewed + 1, now];
+      return renewed;
+    },
+    (n) => n >= times,
+    60_000,
+    100,
+  );
 }
 
 function entries(file: string, connectionId: string): Entry[] {
@@ -64,8 +87,9 @@ describe("Baileys sessions across gateway processes", function () {
     await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "open"), (o) => o.length > 0, 30_000);
     const b = await startChildGateway({ STAND_IN_LOG: log });
     children.push(b);
-    // Two processes up for a few lease polls: still one socket, the first one's.
-    await sleep(6_000);
+    // Two processes up for a few lease polls (two renewals: the second comes a whole poll period
+    // after B was ready): still one socket, the first one's.
+    await leaseRenewals(connectionId, 2);
     const opens = entries(log, connectionId).filter((e) => e.event === "open");
     expect(opens.map((e) => e.pid)).to.deep.equal([a.process.pid]);
 
@@ -100,7 +124,8 @@ describe("Baileys sessions across gateway processes", function () {
     expect(done.provider_message_id).to.equal(expected);
     // B may take the hand-off while A's lease still runs (relayed to the holder, written once B holds it).
     const sends = await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "send"), (x) => x.length >= 2, 30_000);
-    await sleep(2_000);
+    // The holder drains its relayed hand-offs at each lease poll: two more, and nothing written again.
+    await leaseRenewals(connectionId, 2);
     expect(entries(log, connectionId).filter((e) => e.event === "send")).to.have.length(2);
     expect(sends.map((e) => e.pid)).to.deep.equal([a.process.pid, b.process.pid]);
     // One message on the network: both writes carry the id the network deduplicates on.
@@ -120,7 +145,7 @@ describe("Baileys sessions across gateway processes", function () {
     const done = await expectOk(client.messages.get({ params: { id: sent.id } }));
     expect(done.status).to.equal("submitted");
     expect(done.provider_message_id).to.equal(expected);
-    await sleep(3_000);
+    await leaseRenewals(connectionId, 2);
     // Written once, by the holder; the other process never opened a socket for the connection.
     expect(entries(log, connectionId).filter((e) => e.event === "send" && e.id === expected).map((e) => e.pid)).to.deep.equal([holder.process.pid]);
     expect(sends[0]!.pid).to.equal(holder.process.pid);

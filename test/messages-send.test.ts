@@ -335,7 +335,10 @@ describe("deferred sends, cancel and reschedule", () => {
       const sent = await expectOk(c.client.messages.send({ body: { connection: c.slug, to, body: "x" } }));
       expect((await expectOk(c.client.messages.cancel({ params: { id: sent.id } }))).status).to.equal("canceled");
       dispatcher.start();
-      await new Promise((r) => setTimeout(r, 800));
+      // The dispatcher takes a connection's queue oldest first: once a later message is handed
+      // off, it has been past the canceled one.
+      const later = await expectOk(c.client.messages.send({ body: { connection: c.slug, to: phone(), body: "later" } }));
+      await waitFor(() => expectOk(c.client.messages.get({ params: { id: later.id } })), (m) => m.status !== "queued", 10_000);
       expect(await received(to)).to.have.length(0);
     } finally {
       dispatcher.start();

@@ -11,37 +11,13 @@ import { expect } from "chai";
 import pg from "pg";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { loadConfig } from "../server/config.js";
-import { createScratchDatabase, testEnv } from "./setup.js";
+import { testEnv } from "./setup.js";
 import { clientAddress, signIn, uniqueEmail } from "./support/actors.js";
 import { freePort, startChildGateway, type ChildGateway } from "./support/child-gateway.js";
+import { ownDatabase, patiently, type OwnDatabase } from "./support/own-database.js";
 import { pairConnection, uniquePhone } from "./support/sandbox.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { sleep, waitFor } from "./support/wait.js";
-
-interface OwnDatabase {
-  url: string;
-  close(): Promise<void>;
-}
-
-/**
- * Retries what fails while the shared PostgreSQL server is full ("too many clients": other runs
- * on the same server), so that this file's own connections do not fail for that.
- */
-function patiently<T>(fn: () => Promise<T>): Promise<T> {
-  return waitFor(fn, () => true, 30_000, 500);
-}
-
-/** A database for this file alone, so the run's own gateway neither helps nor hinders. */
-async function ownDatabase(): Promise<OwnDatabase> {
-  const serverUrl = process.env.DATABASE_URL;
-  if (serverUrl) {
-    const scratch = await patiently(() => createScratchDatabase(serverUrl));
-    return { url: scratch.url, close: () => patiently(scratch.drop) };
-  }
-  const { startEmbeddedPostgres } = await import("../server/db/embedded.js");
-  const embedded = await startEmbeddedPostgres(undefined);
-  return { url: embedded.url, close: () => embedded.stop() };
-}
 
 /** Settings of a child gateway on `databaseUrl`: fast hand-offs and webhook retries, mail to the capture. */
 function childEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -187,8 +163,8 @@ describe("database outage", function () {
   it("stays up when the database goes away while idle, answers 503 meanwhile, and is ready again once it is back", async () => {
     await proxy.cut();
     // The pools' idle connections are reset: before, an error listener was missing and the
-    // process exited within three seconds.
-    await sleep(3000);
+    // process exited on the first such error. Once the errors are logged, it lived through them.
+    await waitFor(async () => child.process.exitCode !== null || /connection lost|notification channel lost/.test(child.output()), (seen) => seen, 20_000, 50);
     expect(child.process.exitCode, child.output()).to.equal(null);
     expect((await call(`${child.url}/healthz`)).status).to.equal(200);
     const ready = await call(`${child.url}/readyz`);
@@ -288,7 +264,8 @@ describe("database outage", function () {
     };
     const workers = [sender(), sender(), sender(), sender(), reader()];
 
-    await sleep(1500);
+    // Sends in flight before the cut.
+    await waitFor(async () => sent.length, (n) => n >= 20, 30_000, 20);
     // A schedule's fire due in the middle of the outage (made due in SQL, as the schedule tests do):
     // Agenda's lanes fire it after the outage.
     const api = createClient({ baseUrl: child.url, apiKey });
@@ -296,22 +273,22 @@ describe("database outage", function () {
       api.schedules.create({ body: { name: "outage", timezone: "UTC", recurrence: { type: "daily", hour: 3, minute: 0 }, message: { connection: slug, to: uniquePhone("+1558"), body: "fired" } } }),
     );
     // Whole milliseconds, as the gateway computes them: the fire records its run by this instant.
-    await db.query(`UPDATE schedules SET next_run_at = date_trunc('milliseconds', now() + interval '2500 milliseconds') WHERE id = $1`, [schedule.id]);
+    const [{ due }] = (await db.query<{ due: Date }>(`UPDATE schedules SET next_run_at = date_trunc('milliseconds', now() + interval '2500 milliseconds') WHERE id = $1 RETURNING next_run_at AS due`, [schedule.id])).rows as [{ due: Date }];
     phase = "during";
     await proxy.cut();
-    const cutAt = Date.now();
-    await sleep(1000);
     expect((await call(`${child.url}/healthz`)).status).to.equal(200);
-    const ready = await call(`${child.url}/readyz`);
+    const ready = await waitFor(() => call(`${child.url}/readyz`), (a) => a.status !== 200, 4_000, 50);
     expect(ready.status).to.equal(503);
     expect(ready.body.unavailable).to.deep.equal(["database"]);
-    await sleep(Math.max(0, 4000 - (Date.now() - cutAt)));
+    // The outage lasts until the schedule's fire fell due in it and the API has refused sends.
+    await waitFor(async () => ({ pastDue: Date.now() > due.getTime(), refused: outageAnswers.length }), (o) => o.pastDue && o.refused >= 8, 30_000, 50);
     await proxy.restore();
     const back = Date.now();
     await waitFor(() => call(`${child.url}/readyz`), (a) => a.status === 200, 30_000, 50);
     const toReady = Date.now() - back;
     phase = "after";
-    await sleep(1500);
+    // Sends first tried after the outage, while the backlog is worked off.
+    await waitFor(async () => sent.filter((s) => s.phase === "after").length, (n) => n >= 20, 30_000, 20);
     stopping = true;
     await Promise.all(workers);
 

@@ -22,7 +22,8 @@ export function webDistDir(): string {
   return join(rootDir(), "web", "dist");
 }
 
-function newestMtime(path: string): number {
+/** The newest modification time in a file or folder tree (0 when it does not exist). */
+export function newestMtime(path: string): number {
   if (!existsSync(path)) return 0;
   const st = statSync(path);
   if (!st.isDirectory()) return st.mtimeMs;

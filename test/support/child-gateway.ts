@@ -1,12 +1,11 @@
 // A second gateway process on the test run's database, started the way an operator starts one
-// (`tsx server/main.ts` with environment variables), so tests can kill it mid-work or run it
-// with settings of its own.
+// (`node dist/server/main.js`, or `tsx server/main.ts` when there is no current build:
+// child-entry.ts, with environment variables), so tests can kill it mid-work or run it with
+// settings of its own.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { STAND_IN_MODULE, testEnv } from "../setup.js";
+import { scratchDir, testEnv } from "../setup.js";
+import { childEntry } from "./child-entry.js";
 
 export interface ChildGateway {
   url: string;
@@ -37,26 +36,28 @@ export interface ChildOptions {
 
 /** The child's environment; a variable given as undefined is left unset (e.g. DATABASE_URL for the embedded database). */
 export function childEnv(env: Record<string, string | undefined> = {}): Record<string, string> {
-  const { databaseUrl, gateway } = testEnv();
+  const { databaseUrl, gateway, jobsMongoUrl } = testEnv();
   const merged: Record<string, string | undefined> = {
     PATH: process.env.PATH ?? "",
     NODE_ENV: "test",
     DATABASE_URL: databaseUrl,
-    DATA_DIR: mkdtempSync(join(tmpdir(), "svc-gateway-child-")),
+    DATA_DIR: scratchDir("child-"),
+    // The jobs where the test gateway has them (the MongoDB-wire emulator, when the run uses it).
+    JOBS_MONGODB_URL: jobsMongoUrl,
     // Same key as the test gateway: callback tokens and cursors must agree across processes.
     SECRET_KEY: gateway.ctx.config.secretKey.toString("base64"),
     LOG_LEVEL: "info",
     AI_DEBOUNCE_MS: String(gateway.ctx.config.ai.debounceMs),
     // The Baileys engine's socket stand-in: a production child refuses it, so it gets none.
-    BAILEYS_SOCKET_MODULE: env.NODE_ENV === "production" ? undefined : STAND_IN_MODULE,
+    BAILEYS_SOCKET_MODULE: env.NODE_ENV === "production" ? undefined : childEntry().standIn,
     ...env,
   };
   return Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
-/** `node --import tsx server/main.ts`, through `sh` when a umask is asked for. */
+/** The gateway's main module (child-entry.ts), through `sh` when a umask is asked for. */
 export function spawnMain(env: Record<string, string>, options: ChildOptions = {}): ChildProcess {
-  const args = ["--import", "tsx", "server/main.ts"];
+  const { args } = childEntry();
   const spawnOptions = { cwd: process.cwd(), env, stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"] };
   if (!options.umask) return spawn(process.execPath, args, spawnOptions);
   return spawn("sh", ["-c", `umask ${options.umask} && exec "$0" "$@"`, process.execPath, ...args], spawnOptions);
