@@ -112,7 +112,7 @@ describe("dashboard: a new user's first run, without curl", function () {
     await page.getByRole("img", { name: `Pairing QR code for ${slug}` }).waitFor();
     await tabTo(page, page.getByText("Show the code as text"));
     await page.keyboard.press("Space");
-    const payload = (await page.getByLabel("Pairing payload").textContent())!;
+    const payload = (await page.getByLabel("Pairing payload", { exact: true }).textContent())!;
     await expectAccessible(page);
     await screenshot(page, "first-run-pairing");
     // The phone scans the code: the sandbox's control API plays it.
