@@ -17,11 +17,34 @@ export function networkMessageId(secretKey: Buffer, messageId: string): string {
   return "3EB0" + hmac(secretKey, `baileys-message-id:${messageId}`).toString("hex").toUpperCase().slice(0, 18);
 }
 
-/** The JID a recipient is addressed at: a phone number's user JID, or a group's. */
+/** The address prefix of a contact known only by its LID: `lid:<digits>`, a valid `to`. */
+const LID_ADDRESS = "lid:";
+
+/**
+ * The JID a recipient is addressed at: a group's, a LID's (`lid:<digits>`, or the network's own
+ * `<digits>@lid`), or a phone number's user JID. A LID is never turned into a phone-number JID:
+ * its digits are not a phone number, and `<lid digits>@s.whatsapp.net` is a stranger.
+ */
 export function recipientJid(to: Recipient): string {
   if (typeof to === "object" && "group" in to) return to.group.includes("@") ? to.group : `${to.group}@${GROUP_SERVER}`;
-  const phone = typeof to === "string" ? to : to.phone;
-  return `${phone.replace(/\D/g, "")}@${USER_SERVER}`;
+  const address = (typeof to === "string" ? to : to.phone).trim();
+  const lid = lidAddressDigits(address);
+  if (lid) return `${lid}@${LID_SERVER}`;
+  return `${address.replace(/\D/g, "")}@${USER_SERVER}`;
+}
+
+/** The LID digits of an address `lid:<digits>` or `<digits>@lid`; null for a phone number. */
+export function lidAddressDigits(address: string): string | null {
+  const lower = address.toLowerCase();
+  if (lower.startsWith(LID_ADDRESS)) return /^\d{1,30}$/.test(lower.slice(LID_ADDRESS.length)) ? lower.slice(LID_ADDRESS.length) : null;
+  const parts = splitJid(lower);
+  return parts && parts.server === LID_SERVER && /^\d{1,30}$/.test(parts.user) ? parts.user : null;
+}
+
+/** The address we report a LID by (`lid:<digits>`), from its JID or bare form; null for any other kind. */
+export function lidAddress(jid: string | null | undefined): string | null {
+  const lid = lidOfJid(jid);
+  return lid ? `${LID_ADDRESS}${lid.slice(0, lid.indexOf("@"))}` : null;
 }
 
 /** The address of a recipient as the network reports it back (phone digits or the group id). */
