@@ -24,6 +24,8 @@ export const RECONNECT_BASE_MS = 1_000;
 export const RECONNECT_MAX_MS = 60_000;
 /** A number check waits this long for the network, then answers `checked: false`. */
 export const CHECK_TIMEOUT_MS = 5_000;
+/** A connection open this long is steady: restart requests count from zero again. */
+const STEADY_MS = RECONNECT_MAX_MS;
 /** The network refuses the client version the socket presented (a `<failure reason="405">`). */
 export const CLIENT_VERSION_REFUSED = 405;
 /** Credentials saves: attempts and the pause between them (the library's own key-write retries: 10 × 3 s). */
@@ -68,8 +70,12 @@ export class Session {
   private open = false;
   private qrs = 0;
   private attempt = 0;
-  /** Restart-required closes in a row: the first (after a scan) reconnects at once, later ones back off. */
+  /**
+   * Restart-required closes without a steady connection between them: the first (after a scan)
+   * reconnects at once, later ones back off (a network asking again and again is not obeyed at once).
+   */
   private restarts = 0;
+  private openedAt = 0;
   /** Credentials changed in memory but not yet saved: saved before any new socket opens. */
   private credsUnsaved = false;
   /** Why the socket is not connected, when the network said (shown as the connection's detail). */
@@ -218,8 +224,8 @@ export class Session {
     }
     if (u.connection === "open") {
       this.open = true;
+      this.openedAt = Date.now();
       this.attempt = 0;
-      this.restarts = 0;
       this.qrs = 0;
       this.problem = null;
       this.latestQr = null;
@@ -266,6 +272,7 @@ export class Session {
         }
       }
       // After a scan the library asks for a restart, at once; a restart asked again and again backs off.
+      if (this.openedAt && Date.now() - this.openedAt > STEADY_MS) this.restarts = 0;
       const delay = code === DisconnectReason.restartRequired && this.restarts++ === 0 ? 0 : reconnectDelay(this.attempt++);
       this.host.count("reconnect");
       this.timer = setTimeout(() => void this.connect().catch((err: unknown) => this.retryLater(err)), delay);
