@@ -158,6 +158,31 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("groups", () => {
+    it("queries a group's metadata once for many sends, also across a socket restart, and again after a group event", async () => {
+      const { slug, id, socket } = await paired("groups");
+      const group = `1203630${randomBytes(5).readUIntBE(0, 5)}@g.us`;
+      const queries = () => standIn.socketsOf(id).flatMap((s) => s.calls).filter((c) => c.method === "groupMetadata" && c.args[0] === group).length;
+      const sendToGroup = async (body: string) => {
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to: { group }, body } }));
+        await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (m) => m.status === "submitted", 15_000);
+      };
+      await sendToGroup("one");
+      await sendToGroup("two");
+      expect(queries()).to.equal(1);
+      // A lost connection: the new socket sends from the same cache.
+      socket.close(428);
+      const next = await liveSocket(id, (s) => s !== socket && s.user !== undefined);
+      await sendToGroup("three");
+      expect(queries()).to.equal(1);
+      // Someone joined: the metadata is fetched again, once.
+      next.emit("group-participants.update", { id: group, author: `${uniqueLid()}@lid`, participants: [{ id: `${uniqueLid()}@lid` }], action: "add" });
+      await waitFor(async () => queries(), (n) => n === 2);
+      await sendToGroup("four");
+      expect(queries()).to.equal(2);
+    });
+  });
+
   describe("the socket is never fought over", () => {
     it("reads disconnected / replaced_elsewhere after a 440, is not taken up by another process, and resume takes it back", async () => {
       const { slug, id, socket } = await paired("replaced");

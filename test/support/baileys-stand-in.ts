@@ -11,11 +11,11 @@
 // what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it.
 import { EventEmitter } from "node:events";
 import { appendFileSync } from "node:fs";
-import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, WAVersion, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAVersion, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end";
   args: unknown[];
 }
 
@@ -173,6 +173,11 @@ export class StandInSocket implements EngineSocket {
 
   async sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined> {
     this.calls.push({ method: "sendMessage", args: [jid, content, options] });
+    // As the library's relayMessage: a group send asks the cache first, else queries the network.
+    if (jid.endsWith("@g.us")) {
+      const cached = await this.options.cachedGroupMetadata(jid);
+      if (!cached?.participants) await this.groupMetadata(jid);
+    }
     const id = options?.messageId ?? `STANDIN${Math.random().toString(16).slice(2)}`;
     log({ event: "send", connection: this.connectionId, id, jid });
     // Killed between the socket write and anything the gateway records after it.
@@ -184,6 +189,12 @@ export class StandInSocket implements EngineSocket {
     this.calls.push({ method: "onWhatsApp", args: jids });
     if (world.hangChecks) return new Promise(() => undefined);
     return jids.map((jid) => ({ jid, exists: !world.offNetwork.has(jid) }));
+  }
+
+  /** A group's metadata as the network answers a query (`w:g2` iq), one query recorded per call. */
+  async groupMetadata(jid: string): Promise<GroupMetadata> {
+    this.calls.push({ method: "groupMetadata", args: [jid] });
+    return { id: jid, subject: "stand-in group", participants: [{ id: `${jid.split("@")[0]}1@lid`, admin: null }], addressingMode: "lid" } as GroupMetadata;
   }
 
   async logout(): Promise<void> {

@@ -3,7 +3,7 @@
 // process runs (it holds their leases); a session reconnects by itself with exponential backoff
 // and jitter after any close but a logout, a replacement elsewhere (440) or a step the library
 // cannot do (passkey), and gives up pairing after a bounded number of QRs.
-import { DisconnectReason, type BaileysEventMap, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
+import { DisconnectReason, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, ProviderEvent } from "../../../contract/index.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
@@ -14,7 +14,7 @@ import type { Leases } from "./lease.js";
 import { fetchMedia } from "./media.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
-import { isGroupJid, lidAddress, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
+import { isGroupJid, isIgnoredJid, lidAddress, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
 import type { DataSource } from "typeorm";
 
 /** Unscanned QR codes shown before the socket closes and the connection is pairable again. */
@@ -24,6 +24,9 @@ export const RECONNECT_BASE_MS = 1_000;
 export const RECONNECT_MAX_MS = 60_000;
 /** A number check waits this long for the network, then answers `checked: false`. */
 export const CHECK_TIMEOUT_MS = 5_000;
+/** Group metadata kept per session: at most this many groups, each refreshed after this long without a group event. */
+export const GROUP_CACHE_SIZE = 500;
+export const GROUP_CACHE_MS = 60 * 60_000;
 /** A connection open this long is steady: restart requests count from zero again. */
 const STEADY_MS = RECONNECT_MAX_MS;
 /** The network refuses the client version the socket presented (a `<failure reason="405">`). */
@@ -83,6 +86,11 @@ export class Session {
   private ended = false;
   private timer: NodeJS.Timeout | undefined;
   private qrWaiters: ((qr: string | null) => void)[] = [];
+  /**
+   * Group metadata the library asks for before every group send: fetched once, refreshed on the
+   * group events, kept across socket restarts (the session outlives its sockets).
+   */
+  private readonly groups = new Map<string, { metadata: GroupMetadata; at: number }>();
   private latestQr: string | null = null;
 
   constructor(
@@ -107,6 +115,7 @@ export class Session {
       auth: this.auth.state,
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
       logger: this.host.logger,
+      cachedGroupMetadata: (jid) => this.groupMetadata(jid),
       ...(version && { version }),
     });
     if (this.ended) {
@@ -138,6 +147,11 @@ export class Session {
     on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status) }))));
     on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfReceipt(u.receipt) }))));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
+    // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
+    on("group-participants.update", async (u) => void (await this.refreshGroup(u.id)));
+    on("groups.update", async (updates) => {
+      for (const u of updates) if (u.id) await this.refreshGroup(u.id);
+    });
     // History sync carries the LID ↔ number pairs of the account's chats (its messages are history, not news).
     on("messaging-history.set", async (h) => this.mapLids(h.lidPnMappings ?? []));
     // The network asks for a passkey after the scan: the library acks the stanza and hangs.
@@ -145,6 +159,24 @@ export class Session {
       if (this.socket !== socket) return;
       void this.giveUp("passkey_required", false).catch((err: unknown) => this.host.logger.error({ err, connection_id: this.connectionId }, "baileys passkey handling failed"));
     });
+  }
+
+  private async groupMetadata(jid: string): Promise<GroupMetadata | undefined> {
+    const cached = this.groups.get(jid);
+    if (cached && Date.now() - cached.at < GROUP_CACHE_MS) return cached.metadata;
+    return this.refreshGroup(jid);
+  }
+
+  private async refreshGroup(jid: string): Promise<GroupMetadata | undefined> {
+    this.groups.delete(jid);
+    const socket = this.socket;
+    if (!socket) return undefined;
+    // Not found or not answered: undefined lets the library query it itself.
+    const metadata = await socket.groupMetadata(jid).catch(() => undefined);
+    if (!metadata) return undefined;
+    if (this.groups.size >= GROUP_CACHE_SIZE) this.groups.delete(this.groups.keys().next().value!);
+    this.groups.set(jid, { metadata, at: Date.now() });
+    return metadata;
   }
 
   private async mapLids(mappings: { lid: string; pn: string }[]): Promise<void> {
@@ -296,8 +328,7 @@ export class Session {
     const statuses: StatusUpdate[] = [];
     for (const msg of messages) {
       const { key } = msg;
-      // Channels and status/broadcast lists are not conversations with a contact.
-      if (!key.id || !key.remoteJid || key.remoteJid.endsWith("@broadcast") || key.remoteJid.endsWith("@newsletter")) continue;
+      if (!key.id || !key.remoteJid || isIgnoredJid(key.remoteJid)) continue;
       const content = messageContent(msg.message);
       if (!content) {
         if (key.fromMe) statuses.push(...mergedReceipts(msg));

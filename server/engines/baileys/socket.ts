@@ -12,6 +12,7 @@ import makeWASocket, {
   type AnyMessageContent,
   type AuthenticationState,
   type BaileysEventMap,
+  type GroupMetadata,
   type MiscMessageGenerationOptions,
   type WAMessage,
   type WAMessageKey,
@@ -19,6 +20,7 @@ import makeWASocket, {
   type proto,
 } from "@whiskeysockets/baileys";
 import type { Logger } from "../../logger.js";
+import { isIgnoredJid } from "./translate.js";
 
 export interface EngineSocket {
   ev: { on<E extends keyof BaileysEventMap>(event: E, listener: (arg: BaileysEventMap[E]) => void): void };
@@ -29,6 +31,7 @@ export interface EngineSocket {
   readonly signalRepository?: { lidMapping?: { getPNForLID(lid: string): Promise<string | null | undefined> } } | undefined;
   sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined>;
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
+  groupMetadata(jid: string): Promise<GroupMetadata>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
 }
@@ -39,6 +42,8 @@ export interface SocketOptions {
   auth: AuthenticationState;
   getMessage(key: WAMessageKey): Promise<proto.IMessage | undefined>;
   logger: Logger;
+  /** A group's metadata as last seen (the library asks before each group send; undefined: it queries the network). */
+  cachedGroupMetadata(jid: string): Promise<GroupMetadata | undefined>;
   /** The client version to present (fetched at start and on a refusal, or BAILEYS_WA_VERSION). */
   version?: WAVersion | undefined;
 }
@@ -62,6 +67,8 @@ export const librarySocketFactory: SocketFactory = (options) => {
   return makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     getMessage: options.getMessage,
+    cachedGroupMetadata: options.cachedGroupMetadata,
+    shouldIgnoreJid: isIgnoredJid,
     logger: logger as never,
     browser: Browsers.ubuntu("svc-gateway"),
     // A gateway is not a person at a screen: the phone keeps getting its notifications.

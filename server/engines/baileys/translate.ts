@@ -71,6 +71,15 @@ export function lidOfJid(jid: string | null | undefined): string | null {
   return parts && parts.server === LID_SERVER ? `${parts.user}@${LID_SERVER}` : null;
 }
 
+/**
+ * Addresses that are not conversations with a contact: channels (`…@newsletter`) and status and
+ * broadcast lists (`…@broadcast`). The library is told to ignore them (`shouldIgnoreJid`) and an
+ * upsert from one is never an inbound message.
+ */
+export function isIgnoredJid(jid: string | null | undefined): boolean {
+  return Boolean(jid && (jid.endsWith("@newsletter") || jid.endsWith("@broadcast")));
+}
+
 export function isGroupJid(jid: string | null | undefined): boolean {
   return Boolean(jid?.endsWith(`@${GROUP_SERVER}`));
 }
