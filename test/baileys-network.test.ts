@@ -142,8 +142,11 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "delivered");
       const g = await expectOk(client.messages.send({ body: { connection: slug, to: { group: "120363000000000009@g.us" }, body: "to the group" } }));
       const gm = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.provider_message_id !== null && x.status === "submitted");
-      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp");
-      await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
+      // Read an hour ago (a receipt that waited while the gateway was away): stamped with its own time.
+      const readAt = now() - 3600;
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp", readAt);
+      const read = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
+      expect(read.timeline.find((t) => t.status === "read")!.at).to.equal(new Date(readAt * 1000).toISOString());
     });
 
     it("never records channel or status-broadcast messages as inbound", async () => {
@@ -180,6 +183,19 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       await waitFor(async () => queries(), (n) => n === 2);
       await sendToGroup("four");
       expect(queries()).to.equal(2);
+    });
+  });
+
+  describe("retry requests", () => {
+    it("counts a message's retry requests across socket restarts, outside the socket", async () => {
+      const { id, socket } = await paired("retries");
+      const counters = socket.options.msgRetryCounterCache!;
+      // What the library does on a retry receipt: read, increment, write back.
+      await counters.set("3EB0ABC", 2);
+      socket.close(428);
+      const next = await liveSocket(id, (s) => s !== socket && s.user !== undefined);
+      expect(next.options.msgRetryCounterCache).to.equal(counters);
+      expect(await next.options.msgRetryCounterCache!.get<number>("3EB0ABC")).to.equal(2);
     });
   });
 

@@ -139,8 +139,8 @@ export class StandInSocket implements EngineSocket {
   }
 
   /** A group receipt: `message-receipt.update`, one per participant. */
-  groupReceipt(group: string, id: string, participant: string, kind: "receiptTimestamp" | "readTimestamp"): void {
-    this.emit("message-receipt.update", [{ key: { remoteJid: group, id, fromMe: true }, receipt: { userJid: participant, [kind]: Math.floor(Date.now() / 1000) } }]);
+  groupReceipt(group: string, id: string, participant: string, kind: "receiptTimestamp" | "readTimestamp", atSeconds = Math.floor(Date.now() / 1000)): void {
+    this.emit("message-receipt.update", [{ key: { remoteJid: group, id, fromMe: true }, receipt: { userJid: participant, [kind]: atSeconds } }]);
   }
 
   /**

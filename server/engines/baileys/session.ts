@@ -12,6 +12,7 @@ import { EngineError, type NumberCheck, type OutboundMessage } from "../engine.j
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";
 import { fetchMedia } from "./media.js";
+import { RetryCounters } from "./retry-counters.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
 import { isGroupJid, isIgnoredJid, lidAddress, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
@@ -91,6 +92,8 @@ export class Session {
    * group events, kept across socket restarts (the session outlives its sockets).
    */
   private readonly groups = new Map<string, { metadata: GroupMetadata; at: number }>();
+  /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
+  private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
 
   constructor(
@@ -116,6 +119,7 @@ export class Session {
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
       logger: this.host.logger,
       cachedGroupMetadata: (jid) => this.groupMetadata(jid),
+      msgRetryCounterCache: this.retryCounters,
       ...(version && { version }),
     });
     if (this.ended) {
@@ -145,7 +149,7 @@ export class Session {
     on("messages.upsert", (u) => this.onUpsert(u.messages));
     // One-to-one receipts come as messages.update (status codes); group receipts as message-receipt.update.
     on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status) }))));
-    on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfReceipt(u.receipt) }))));
+    on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, ...ofReceipt(u.receipt) }))));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
     on("group-participants.update", async (u) => void (await this.refreshGroup(u.id)));
@@ -390,7 +394,9 @@ export class Session {
     const relevant = updates.filter((u) => u.key.fromMe && u.key.id && u.status);
     if (!relevant.length) return;
     const ours = await this.host.store.ourIds(this.connectionId, relevant.map((u) => u.key.id!));
-    const timestamp = new Date().toISOString();
+    // Stamped with the receipt's own time where the network gives one (receipts that waited
+    // offline are hours old); one-to-one status updates carry none.
+    const now = new Date().toISOString();
     const events: Report[] = [];
     for (const u of relevant) {
       const messageId = ours.get(u.key.id!);
@@ -403,7 +409,7 @@ export class Session {
         provider_message_id: u.key.id!,
         status: u.status!,
         ...(u.status === "failed" && { error: { code: "network_error", message: "The network reported an error for this message." } }),
-        timestamp,
+        timestamp: u.at?.toISOString() ?? now,
       });
     }
     if (events.length) await this.report(events);
@@ -473,10 +479,19 @@ type Status = "sent" | "delivered" | "read" | "failed";
 interface StatusUpdate {
   key: { id?: string | null; fromMe?: boolean | null };
   status: Status | null;
+  /** When the receipt says it happened. */
+  at?: Date | undefined;
 }
 
-function statusOfReceipt(receipt: { readTimestamp?: unknown; receiptTimestamp?: unknown; playedTimestamp?: unknown }): Status | null {
-  return receipt.readTimestamp || receipt.playedTimestamp ? "read" : receipt.receiptTimestamp ? "delivered" : null;
+type Seconds = number | { toString(): string } | null | undefined;
+
+/** A receipt's status and its own time (the library's seconds, possibly a Long). */
+function ofReceipt(receipt: { readTimestamp?: Seconds; receiptTimestamp?: Seconds; playedTimestamp?: Seconds }): { status: Status | null; at?: Date } {
+  const read = receipt.readTimestamp ?? receipt.playedTimestamp;
+  const seconds = read ?? receipt.receiptTimestamp;
+  const status = read ? "read" : receipt.receiptTimestamp ? "delivered" : null;
+  const n = seconds ? Number(seconds.toString()) : 0;
+  return n > 0 ? { status, at: new Date(n * 1000) } : { status };
 }
 
 /** The statuses the library merged into a buffered upsert of our own message (its status, its receipts). */
@@ -485,8 +500,8 @@ function mergedReceipts(msg: WAMessage): StatusUpdate[] {
   const status = statusOfCode(msg.status);
   if (status) out.push({ key: msg.key, status });
   for (const r of msg.userReceipt ?? []) {
-    const s = statusOfReceipt(r);
-    if (s) out.push({ key: msg.key, status: s });
+    const receipt = ofReceipt(r);
+    if (receipt.status) out.push({ key: msg.key, ...receipt });
   }
   return out;
 }

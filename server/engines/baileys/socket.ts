@@ -12,6 +12,7 @@ import makeWASocket, {
   type AnyMessageContent,
   type AuthenticationState,
   type BaileysEventMap,
+  type CacheStore,
   type GroupMetadata,
   type MiscMessageGenerationOptions,
   type WAMessage,
@@ -44,6 +45,8 @@ export interface SocketOptions {
   logger: Logger;
   /** A group's metadata as last seen (the library asks before each group send; undefined: it queries the network). */
   cachedGroupMetadata(jid: string): Promise<GroupMetadata | undefined>;
+  /** The count of retry requests per message, kept by the session across its sockets. */
+  msgRetryCounterCache?: CacheStore | undefined;
   /** The client version to present (fetched at start and on a refusal, or BAILEYS_WA_VERSION). */
   version?: WAVersion | undefined;
 }
@@ -69,6 +72,7 @@ export const librarySocketFactory: SocketFactory = (options) => {
     getMessage: options.getMessage,
     cachedGroupMetadata: options.cachedGroupMetadata,
     shouldIgnoreJid: isIgnoredJid,
+    ...(options.msgRetryCounterCache && { msgRetryCounterCache: options.msgRetryCounterCache }),
     logger: logger as never,
     browser: Browsers.ubuntu("svc-gateway"),
     // A gateway is not a person at a screen: the phone keeps getting its notifications.
