@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { expect } from "chai";
 import pg from "pg";
+import type { Message } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client } from "./support/actors.js";
@@ -147,6 +148,26 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp", readAt);
       const read = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
       expect(read.timeline.find((t) => t.status === "read")!.at).to.equal(new Date(readAt * 1000).toISOString());
+    });
+
+    it("records view-once, associated, sticker, video-note, contact and button/list replies as what they are", async () => {
+      const { slug, socket } = await paired("coverage");
+      const jid = `${digits(uniquePhone("+1559"))}@s.whatsapp.net`;
+      const vcard = "BEGIN:VCARD\nVERSION:3.0\nFN:Ada\nTEL;type=CELL:+15550009999\nEND:VCARD";
+      const cases: [Record<string, unknown>, (m: Message) => void][] = [
+        [{ viewOnceMessageV2Extension: { message: { imageMessage: { mimetype: "image/jpeg", caption: "once" } } } }, (m) => expect(m).to.deep.include({ body: "once" })],
+        [{ associatedChildMessage: { message: { conversation: "child" } } }, (m) => expect(m.body).to.equal("child")],
+        [{ stickerMessage: { mimetype: "image/webp" } }, (m) => expect(m.media).to.deep.include({ kind: "image", mimetype: "image/webp" })],
+        [{ ptvMessage: { mimetype: "video/mp4" } }, (m) => expect(m.media).to.deep.include({ kind: "video", mimetype: "video/mp4" })],
+        [{ contactMessage: { displayName: "Ada", vcard } }, (m) => expect(m.body).to.equal(vcard)],
+        [{ buttonsResponseMessage: { selectedButtonId: "b1", selectedDisplayText: "Yes, please" } }, (m) => expect(m.body).to.equal("Yes, please")],
+        [{ listResponseMessage: { title: "Tuesday 10:00", singleSelectReply: { selectedRowId: "r2" } } }, (m) => expect(m.body).to.equal("Tuesday 10:00")],
+      ];
+      for (const [message, check] of cases) {
+        const m = { key: { id: networkId(), remoteJid: jid, fromMe: false }, message, messageTimestamp: now() } as WAMessage;
+        socket.emit("messages.upsert", { type: "notify", messages: [m] });
+        check((await recorded(slug, m.key.id!))!);
+      }
     });
 
     it("never records channel or status-broadcast messages as inbound", async () => {

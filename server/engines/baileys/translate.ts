@@ -132,11 +132,30 @@ export interface Content {
 
 export function messageContent(message: proto.IMessage | null | undefined): Content | null {
   if (!message) return null;
-  // Disappearing and view-once messages wrap the real one.
-  const inner = message.ephemeralMessage?.message ?? message.viewOnceMessage?.message ?? message.viewOnceMessageV2?.message ?? message.documentWithCaptionMessage?.message;
+  // Disappearing, view-once (each generation of it), captioned-document and associated child
+  // messages wrap the real one. Edits (editedMessage) are not new messages and are not unwrapped.
+  const inner =
+    message.ephemeralMessage?.message ??
+    message.viewOnceMessage?.message ??
+    message.viewOnceMessageV2?.message ??
+    message.viewOnceMessageV2Extension?.message ??
+    message.documentWithCaptionMessage?.message ??
+    message.associatedChildMessage?.message ??
+    message.lottieStickerMessage?.message;
   if (inner) return messageContent(inner);
-  const text = message.conversation ?? message.extendedTextMessage?.text;
+  // A reply chosen from buttons or a list is recorded as the text the person saw and chose.
+  const text =
+    message.conversation ??
+    message.extendedTextMessage?.text ??
+    message.buttonsResponseMessage?.selectedDisplayText ??
+    message.templateButtonReplyMessage?.selectedDisplayText ??
+    message.listResponseMessage?.title ??
+    message.interactiveResponseMessage?.body?.text;
   if (text) return { body: text.slice(0, 4096) };
+  // A shared contact (or several) is recorded as its vCard text.
+  const contacts = message.contactMessage ? [message.contactMessage] : (message.contactsArrayMessage?.contacts ?? []);
+  const cards = contacts.map((c) => c.vcard || c.displayName).filter((c): c is string => Boolean(c));
+  if (cards.length) return { body: cards.join("\n").slice(0, 4096) };
   const loc = message.locationMessage ?? message.liveLocationMessage;
   if (loc && typeof loc.degreesLatitude === "number" && typeof loc.degreesLongitude === "number") {
     const title = (message.locationMessage?.name ?? message.locationMessage?.address ?? undefined) || undefined;
@@ -145,6 +164,9 @@ export function messageContent(message: proto.IMessage | null | undefined): Cont
   const media: [MediaKind, proto.Message.IImageMessage | proto.Message.IVideoMessage | proto.Message.IAudioMessage | proto.Message.IDocumentMessage | null | undefined][] = [
     ["image", message.imageMessage],
     ["video", message.videoMessage],
+    // A video note is a video; a sticker an image (webp).
+    ["video", message.ptvMessage],
+    ["image", message.stickerMessage],
     ["audio", message.audioMessage],
     ["document", message.documentMessage],
   ];
