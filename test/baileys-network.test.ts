@@ -4,6 +4,8 @@
 // client version (405), a passkey step, restart requests (515), a lease renewal that hangs, and
 // credentials the database will not take. All through the real API and the real database.
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { expect } from "chai";
 import pg from "pg";
@@ -204,6 +206,28 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       await waitFor(async () => queries(), (n) => n === 2);
       await sendToGroup("four");
       expect(queries()).to.equal(2);
+    });
+  });
+
+  describe("outbound documents", () => {
+    it("keeps a document's name and extension: the given one, the URL's, or one from the mimetype; the given mimetype wins", async () => {
+      const { slug, socket } = await paired("documents");
+      const files = createServer((_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end(Buffer.from("%PDF-1.4")));
+      await new Promise<void>((r) => files.listen(0, "127.0.0.1", r));
+      const base = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+      try {
+        const sendDoc = async (media: Record<string, unknown>) => {
+          const sent = await expectOk(client.messages.send({ body: { connection: slug, to: uniquePhone("+1559"), media: { kind: "document", ...media } } as never }));
+          const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
+          const call = socket.calls.find((c) => c.method === "sendMessage" && (c.args[2] as { messageId?: string }).messageId === m.provider_message_id);
+          return call!.args[1] as { fileName: string; mimetype: string };
+        };
+        expect((await sendDoc({ url: `${base}/files/report.pdf` })).fileName).to.equal("report.pdf");
+        expect((await sendDoc({ url: `${base}/download?id=7` })).fileName).to.equal("download.pdf");
+        expect(await sendDoc({ url: `${base}/x`, filename: "Offer 2026.pdf", mimetype: "application/x-pdf" })).to.deep.include({ fileName: "Offer 2026.pdf", mimetype: "application/x-pdf" });
+      } finally {
+        files.close();
+      }
     });
   });
 

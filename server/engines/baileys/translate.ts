@@ -111,11 +111,40 @@ export function outboundContent(body: string | null, media: { spec: Media; data:
       case "audio":
         return { audio: media.data, mimetype: media.mimetype };
       default:
-        return { document: media.data, caption, mimetype: media.mimetype, fileName: media.spec.filename ?? "file" };
+        return { document: media.data, caption, mimetype: media.mimetype, fileName: documentName(media.spec, media.mimetype) };
     }
   }
   if (location) return { location: { degreesLatitude: location.latitude, degreesLongitude: location.longitude, ...(location.title && { name: location.title }) } };
   return { text: body ?? "" };
+}
+
+/** Extensions of document types whose subtype is not one. */
+const EXTENSIONS: Record<string, string> = {
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+  "application/msword": "doc",
+  "application/vnd.ms-excel": "xls",
+  "text/plain": "txt",
+  "application/octet-stream": "",
+};
+
+/**
+ * The name a document is shown with: the one given, else the URL's last path segment, with an
+ * extension from the mimetype when it has none (a recipient's phone opens a document by it).
+ */
+export function documentName(media: Media, mimetype: string): string {
+  if (media.filename) return media.filename;
+  let last = "";
+  try {
+    last = decodeURIComponent(new URL(media.url).pathname.split("/").pop() ?? "").replace(/[\\/\0]/g, "");
+  } catch {
+    // an undecodable path: no name from it
+  }
+  if (/\.[A-Za-z0-9]{1,8}$/.test(last)) return last.slice(-255);
+  const subtype = mimetype.split(";")[0]!.trim().toLowerCase();
+  const ext = EXTENSIONS[subtype] ?? (/^[a-z0-9]{1,8}$/.test(subtype.split("/")[1] ?? "") ? subtype.split("/")[1]! : "");
+  return `${(last || "file").slice(0, 240)}${ext ? `.${ext}` : ""}`;
 }
 
 export function kindOfMimetype(mimetype: string): MediaKind {
