@@ -231,6 +231,21 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("unlinking", () => {
+    it("removes the companion device on delete even when no process holds the socket", async () => {
+      const { slug, id, socket } = await paired("unlink");
+      await expectOk(client.connections.suspend({ params: { connection: slug } }));
+      await waitFor(async () => socket.ended, (ended) => ended);
+      expect(standIn.live(id)).to.equal(undefined);
+      const res = await client.connections.delete({ params: { connection: slug } });
+      expect(res.status).to.equal(204);
+      // A socket opened with the stored credentials, only to unlink the device.
+      const unlinked = await waitFor(async () => standIn.socketsOf(id).find((s) => s !== socket && s.calls.some((c) => c.method === "logout")), (s) => s !== undefined);
+      expect(unlinked!.user!.id).to.contain(":7@s.whatsapp.net");
+      await waitFor(async () => (await db().query(`SELECT 1 FROM baileys_auth WHERE connection_id = $1`, [id])) as unknown[], (rows) => rows.length === 0);
+    });
+  });
+
   describe("retry requests", () => {
     it("counts a message's retry requests across socket restarts, outside the socket", async () => {
       const { id, socket } = await paired("retries");

@@ -16,7 +16,7 @@ import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
-import { wipeSession } from "./auth-state.js";
+import { loadAuthState, wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
 import { Relay } from "./relay.js";
 import { CREDS_SAVE_PAUSE_MS, Session, type Report, type SessionHost } from "./session.js";
@@ -29,6 +29,8 @@ export const BAILEYS_ENGINE = "baileys";
 const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
+/** How long an unlink waits for a socket opened only to unlink. */
+const UNLINK_OPEN_TIMEOUT_MS = 8_000;
 /** A refused client version is fetched again at most this often. */
 const VERSION_REFETCH_MS = 60_000;
 /** How long shutdown waits for reports in flight; what is left stays spooled for the next start. */
@@ -280,13 +282,25 @@ export class BaileysEngine implements Engine {
     return session ? session.checkNumber(phone) : { checked: false, onNetwork: null };
   }
 
-  /** Deleted: unlink the device if this process holds it (else its holder does so at its next poll). */
+  /**
+   * Deleted: unlink the device. The holder of the socket does it (this process now, another at its
+   * next poll); when nobody holds one (suspended, replaced elsewhere, its holder gone), a socket is
+   * opened with the stored credentials only to unlink, so that the phone does not keep a dead device.
+   */
   async logout(connection: EngineConnection): Promise<void> {
-    const session = this.sessions.get(connection.id);
+    let session = this.sessions.get(connection.id);
     this.sessions.delete(connection.id);
+    if (!session && (await this.leases.acquire(connection.id))) {
+      const linked = await loadAuthState(this.options.db, this.options.secretKey, connection.id);
+      if (linked.state.creds.me) {
+        session = new Session(this.host, connection.id);
+        await session.connect().catch((err: unknown) => this.options.logger.warn({ err, connection_id: connection.id }, "baileys socket to unlink could not be opened"));
+        if (!(await session.opened(UNLINK_OPEN_TIMEOUT_MS))) this.options.logger.warn({ connection_id: connection.id }, "baileys device not unlinked: the socket did not open");
+      }
+    }
     if (session) await session.logout();
     await wipeSession(this.options.db, connection.id);
-    if (session) await this.leases.release(connection.id);
+    await this.leases.release(connection.id);
   }
 
   /** Suspended: close the socket here (another holder closes at its next poll); the link survives. */

@@ -87,6 +87,7 @@ export class Session {
   private ended = false;
   private timer: NodeJS.Timeout | undefined;
   private qrWaiters: ((qr: string | null) => void)[] = [];
+  private openWaiters: ((open: boolean) => void)[] = [];
   /**
    * Group metadata the library asks for before every group send: fetched once, refreshed on the
    * group events, kept across socket restarts (the session outlives its sockets).
@@ -231,6 +232,18 @@ export class Session {
     this.host.forget(this);
   }
 
+  /** True once the socket is open; false when it closed first or the time ran out. */
+  opened(timeoutMs: number): Promise<boolean> {
+    if (this.open) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.openWaiters.push((open) => {
+        clearTimeout(timer);
+        resolve(open);
+      });
+    });
+  }
+
   /** The first QR of a pairing socket (or the latest one); null when the socket closed first. */
   nextQr(timeoutMs: number): Promise<string | null> {
     if (this.latestQr) return Promise.resolve(this.latestQr);
@@ -269,6 +282,7 @@ export class Session {
       const phone = phoneOfJid(socket.user?.id);
       const lid = lidOfJid(socket.user?.lid);
       if (phone && lid) await this.host.store.mapLids(this.connectionId, [{ lid, phone }]);
+      for (const w of this.openWaiters.splice(0)) w(true);
       await this.report([{ type: "connection.state", state: "connected", ...(phone && { phone }) }]);
     }
     if (u.connection === "close") {
@@ -276,6 +290,7 @@ export class Session {
       this.socket = null;
       this.latestQr = null;
       for (const w of this.qrWaiters.splice(0)) w(null);
+      for (const w of this.openWaiters.splice(0)) w(false);
       if (this.ended) return;
       const code = (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode;
       if (code === DisconnectReason.loggedOut || code === DisconnectReason.forbidden) {
