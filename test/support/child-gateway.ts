@@ -105,11 +105,11 @@ export async function startChildGateway(env: Record<string, string | undefined> 
  * it; a lock seen meanwhile is a child's).
  */
 export async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
-  const agenda = testEnv().gateway.ctx.jobs.agenda;
-  await agenda.stop(false);
+  const jobs = testEnv().gateway.ctx.jobs;
+  await jobs.pause();
   try {
     return await body();
   } finally {
-    await agenda.start();
+    await jobs.start();
   }
 }
