@@ -715,7 +715,9 @@ describe("AI runs", function () {
   });
 
   describe("logs", () => {
-    it("writes no prompt, completion or message body to any log line at any level", async () => {
+    it("writes no prompt, completion or message body to any log line at any level", async function () {
+      // Its own waits, each bounded: a child start-up, the run (30 s), the reply and the rest.
+      this.timeout(CHILD_READY_MS + 30_000 + 30_000);
       const t = await aiConnection(one, "vendorone_compatible", { system_instruction: "SYSTEM-MARKER-7f3a answer briefly" });
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "COMPLETION-MARKER-9c1d" }));
