@@ -46,6 +46,11 @@ async function main(): Promise<void> {
       console.error(`svc-gateway: cannot start: ${err.message}`);
       process.exit(1);
     }
+    // A setting that only the database's state shows to be missing (ADMIN_EMAIL on a first start).
+    if (err instanceof ConfigError) {
+      console.error(`svc-gateway: cannot start: ${err.message}`);
+      process.exit(2);
+    }
     throw err;
   }
   logger.info({ url: gateway.url, base_url: config.baseUrl }, `svc-gateway listening on ${gateway.url}`);
