@@ -54,6 +54,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url }, `listening on ${url}: /healthz answers now, /readyz once the database and the job backend are up`);
 
   const opened: { close(): Promise<void> | void }[] = [];
   let database: Database;
@@ -63,6 +64,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs, httpUrl: url });
     opened.push(database);
     awaiting = "job runner";
+    logger.info("starting the job runner");
     const runner = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
     jobs = runner;
     opened.push({ close: () => runner.stop() });

@@ -53,6 +53,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         const [{ version } = { version: "" }] = (await ds.query(`SELECT version()`)) as { version: string }[];
         sharedSession = Boolean(embedded) || version.includes("PGlite");
         if (sharedSession) markSharedSession(ds);
+        if (await ds.showMigrations()) logger.info("applying database migrations");
         const ran = await ds.runMigrations({ transaction: "each" });
         if (ran.length) logger.info({ migrations: ran.map((m) => m.name) }, "migrations applied");
         return ds;
@@ -81,7 +82,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  */
 async function openEmbedded(dataDir: string | null, logger: Logger, httpUrl: string | undefined): Promise<EmbeddedPostgres> {
   // Loaded only when started here: PGlite and its socket server are for installs without DATABASE_URL.
-  const start = async (dir: string | undefined) => (await import("./embedded.js")).startEmbeddedPostgres(dir);
+  const start = async (dir: string | undefined) => (await import("./embedded.js")).startEmbeddedPostgres(dir, logger);
   if (!dataDir) {
     logger.info({ data_dir: "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
     return start(undefined);
