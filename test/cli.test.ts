@@ -1,22 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { expect } from "chai";
 import { testEnv } from "./setup.js";
 import { sdk, signIn, uniqueEmail } from "./support/actors.js";
-
-const run = promisify(execFile);
-
-/** The operator's CLI, as `npx svc-gateway` runs it, on the test run's database. */
-export async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? "", DATABASE_URL: testEnv().databaseUrl, DATA_DIR: testEnv().dataDir, BASE_URL: testEnv().baseUrl };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ["bin/svc-gateway.js", ...args], { env });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+import { cli } from "./support/cli.js";
 
 describe("operator CLI", function () {
   this.timeout(60_000);
