@@ -103,7 +103,7 @@ export const connections = c.router(
     update: {
       method: "PATCH",
       path: "/v1/connections/:connection",
-      summary: "Update a connection",
+      summary: "Move a connection to another engine (extension)",
       description:
         "Moves a connection to another engine, e.g. one created on an engine this gateway does not run (pairing answers 503) to one it does, keeping its slug, id, messages and callback token. " +
         "400 when the engine is not configured here; 409 while a device is linked (connected or suspended).",

@@ -107,16 +107,17 @@ export function createMailer(options: {
   const delays = options.retryDelaysMs ?? MAIL_RETRY_DELAYS_MS;
   let failingSince: Date | null = null;
   let closed = false;
-  const timers = new Set<NodeJS.Timeout>();
+  /** Retries waiting for their time; close() ends them (the mail is given up, as at a restart). */
+  const waiting = new Map<NodeJS.Timeout, () => void>();
   const failed = () => (failingSince ??= new Date());
   const pause = (ms: number) =>
     new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
-        timers.delete(timer);
+        waiting.delete(timer);
         resolve(!closed);
       }, ms);
       timer.unref();
-      timers.add(timer);
+      waiting.set(timer, () => resolve(false));
     });
 
   return {
@@ -154,8 +155,11 @@ export function createMailer(options: {
     },
     close() {
       closed = true;
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
+      for (const [timer, end] of waiting) {
+        clearTimeout(timer);
+        end();
+      }
+      waiting.clear();
       transport.close();
     },
   };
