@@ -5,7 +5,7 @@
 // without ADMIN_EMAIL, and with it pairs a Baileys connection (the stand-in replaces the library's
 // socket at module resolution, where the network would be) and signs its owner in by mail.
 import { execFileSync, spawn } from "node:child_process";
-import { appendFileSync, mkdtempSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,9 +119,16 @@ describe("production build, first start with the README's command", function () 
     await database?.close();
   });
 
+  /** The variables of the README's production command, read from README.md. */
+  function readmeVariables(): string[] {
+    const line = readFileSync("README.md", "utf8").split("\n").find((l) => l.startsWith("NODE_ENV=production ") && l.includes("node dist/server/main.js"));
+    if (!line) throw new Error("README.md has no production command");
+    return [...line.matchAll(/([A-Z_]+)=/g)].map((m) => m[1]!);
+  }
+
   /** The README's production command: these variables and no other (PORT: a free one, not 3000). */
   function readmeEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
-    return {
+    const env: Record<string, string> = {
       NODE_ENV: "production",
       DATABASE_URL: database.url,
       SECRET_KEY: testEnv().gateway.ctx.config.secretKey.toString("base64"),
@@ -130,6 +137,10 @@ describe("production build, first start with the README's command", function () 
       PORT: String(port),
       ...extra,
     };
+    // Only what the README names (and PORT, which its text names beside the command).
+    expect(Object.keys(env).filter((k) => k !== "PORT" && k !== "ADMIN_EMAIL")).to.have.members(readmeVariables().filter((k) => k !== "ADMIN_EMAIL"));
+    if (extra.ADMIN_EMAIL) expect(readmeVariables()).to.include("ADMIN_EMAIL");
+    return env;
   }
 
   async function workspaces(): Promise<number> {
@@ -147,7 +158,7 @@ describe("production build, first start with the README's command", function () 
     let status = 0;
     let stderr = "";
     try {
-      execFileSync(process.execPath, ["dist/server/main.js"], { env: { ...readmeEnv(await freePort()), LOG_LEVEL: "warn" }, stdio: "pipe", timeout: 90_000 });
+      execFileSync(process.execPath, ["dist/server/main.js"], { env: readmeEnv(await freePort()), stdio: "pipe", timeout: 90_000 });
     } catch (err) {
       status = (err as { status: number }).status;
       stderr = String((err as { stderr: Buffer }).stderr);
