@@ -44,7 +44,8 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   app.post(PROVIDER_CALLBACK_PATH, providerTokenCheck(ctx));
   app.use(refuseOversizedBodies);
   app.use(jsonBody);
-  app.use(express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
+  // Forms only where OAuth requires one (RFC 6749 3.2): nowhere else can a cross-site form post.
+  app.post(contract.oauth.token.path, express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
   app.use(opsRouter(ctx.config, ctx.metrics, readiness));
   // The simulated network's control API: only when the sandbox is enabled (never in production).
   const sandbox = sandboxControl(ctx.config, ctx.engines);

@@ -7,7 +7,7 @@ import { pruneOAuth } from "../server/oauth/clients.js";
 import { REGISTRATIONS_PER_HOUR } from "../server/oauth/handlers.js";
 import { testEnv } from "./setup.js";
 import { expectOk } from "../sdk/src/index.js";
-import { clientAddress, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";
+import { clientAddress, fromDashboard, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";
 import {
   authorizationUrl,
   consent,
@@ -158,13 +158,20 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(crossOrigin.status).to.equal(403);
       expect(crossOrigin.json.code).to.equal("cross_site_request");
       expect((await decide(page, ws.owner.cookie, "approve", { "sec-fetch-site": "cross-site" })).status).to.equal(403);
-      const form = await fetch(`${webUrl()}/v1/oauth/consent`, {
-        method: "POST",
-        headers: { cookie: ws.owner.cookie, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ request: page.request, decision: "approve" }).toString(),
-      });
+      // A form (what another site's page can post without a preflight): refused as cross-site,
+      // and from the dashboard's own origin still refused, as not JSON.
+      const postForm = (headers: Record<string, string>) =>
+        fetch(`${webUrl()}/v1/oauth/consent`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+          body: new URLSearchParams({ request: page.request, decision: "approve" }).toString(),
+        });
+      const crossSiteForm = await postForm({ cookie: ws.owner.cookie });
+      expect(crossSiteForm.status).to.equal(403);
+      expect(((await crossSiteForm.json()) as { code: string }).code).to.equal("cross_site_request");
+      const form = await postForm(fromDashboard(ws.owner.cookie));
       expect(form.status).to.equal(400);
-      expect(((await form.json()) as { errors: { path: string }[] }).errors[0]!.path).to.equal("headers.content-type");
+      expect(((await form.json()) as { errors: { path: string; message: string }[] }).errors[0]).to.deep.include({ path: "body" }).and.property("message").that.contains("must be JSON");
       const tampered = { request: page.request.replace(/^./, (c) => (c === "e" ? "f" : "e")) };
       for (const res of [await decide(tampered, ws.owner.cookie, "approve"), await readConsent(tampered.request, ws.owner.cookie)]) {
         expect(res.status).to.equal(400);
@@ -324,7 +331,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       await testEnv().gateway.ctx.services.workspaces.setPlan(ws.id, "enterprise");
       expect((await http("PATCH", `/v1/members/${id}`, { headers: { cookie: ws.owner.cookie }, body: { role: "viewer" } })).status).to.equal(200);
       expect(await toolsStatus(t.access)).to.equal(403);
-      expect((await http("DELETE", `/v1/members/${id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(204);
+      expect((await http("DELETE", `/v1/members/${id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(204);
       await testEnv().gateway.ctx.services.workspaces.setPlan(ws.id, "pro");
       expect(await toolsStatus(t.access)).to.equal(401);
       expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh })).json.error).to.equal("invalid_grant");
@@ -346,14 +353,14 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(mine.scopes).to.deep.equal(["mcp:read", "mcp:write"]);
       expect(JSON.stringify(list.json)).to.not.contain("svc_mcp_");
       const member = await ws.addMember("admin");
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: member.cookie } })).status).to.equal(404);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(member.cookie) })).status).to.equal(404);
       const theirs = await http("GET", "/v1/oauth/authorizations", { headers: { cookie: other.owner.cookie } });
       expect(theirs.status).to.equal(200);
       expect(theirs.json.data).to.deep.equal([]);
       expect((await http("GET", "/v1/oauth/authorizations", { headers: { authorization: `Bearer ${t.access}` } })).status).to.equal(401);
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(204);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(204);
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(404);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(404);
     });
   });
 

@@ -8,7 +8,6 @@ import { contract } from "../../contract/index.js";
 import { CONSENT_PAGE_PATH, RegisterClientBody } from "../../contract/oauth.js";
 import type { AppContext } from "../context.js";
 import { ApiError, sendProblem } from "../http/errors.js";
-import { JSON_TYPES } from "../http/json-body.js";
 import { clientIp, sessionOf } from "../http/principal.js";
 import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
 import { clientRedirect, RequestSigner } from "./authorize-request.js";
@@ -160,12 +159,9 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         },
       };
     },
-    decideConsent: async ({ req, body, res }) => {
-      // The session check already refused a cross-site Origin / Sec-Fetch-Site. JSON only, too: a
-      // form from another site cannot send it without a CORS preflight this server never grants.
-      if (!req.is(JSON_TYPES)) {
-        throw ApiError.validation([{ path: "headers.content-type", message: "must be application/json" }]);
-      }
+    decideConsent: async ({ body, res }) => {
+      // The session check refused anything not provably from the dashboard's origin, and the body
+      // is read as JSON only (forms are read on the token endpoint alone).
       const p = sessionOf(res);
       const request = signer.openOrRefuse(body.request, "body.request");
       if (body.decision === "deny") {
