@@ -11,7 +11,7 @@ import { allowedMethods } from "./http/allowed-methods.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
 import { JSON_TYPES, jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
-import { checkInput } from "./http/input-check.js";
+import { checkInput, refuseRepeatedHeaders } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
 import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
@@ -40,6 +40,12 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
 
   app.use(requestContext(ctx.logger));
   app.use(ctx.metrics.middleware());
+  // Every answer, the API's and the dashboard's: a browser never guesses a type we did not send.
+  app.use((_req, res, next) => {
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    next();
+  });
+  app.use(refuseRepeatedHeaders);
   // Spec 4.10: a callback's token is checked before anything about its body.
   app.post(PROVIDER_CALLBACK_PATH, providerTokenCheck(ctx));
   app.use(refuseOversizedBodies);
