@@ -50,7 +50,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       for (const uri of ["https://app.example/cb", "http://127.0.0.1:9/cb", "http://localhost/cb", "http://[::1]:8080/cb"]) {
         expect((await registerClient([uri])).status, uri).to.equal(201);
       }
-      for (const uri of ["http://app.example/cb", "http://10.0.0.1/cb", "https://app.example/cb#x", "javascript:alert(1)"]) {
+      for (const uri of ["http://app.example/cb", "http://10.0.0.1/cb", "https://app.example/cb#x", "javascript:alert(1)", "https://app.example@evil.example/cb", "https://user:pw@app.example/cb", "http://user@127.0.0.1:9/cb"]) {
         const res = await registerClient([uri]);
         expect(res.status, uri).to.equal(400);
         expect(((await res.json()) as { error: string }).error, uri).to.equal("invalid_redirect_uri");
@@ -103,8 +103,50 @@ describe("OAuth for the tool endpoint: refusals", () => {
       }
     });
 
-    it("redirects other refusals to the client with error, state and iss", async () => {
+    it("names client_id or redirect_uri given twice, without redirecting", async () => {
       const clientId = await newClientId();
+      for (const name of ["client_id", "redirect_uri"]) {
+        const url = new URL(authorizationUrl(clientId, pkce()));
+        url.searchParams.append(name, url.searchParams.get(name)!);
+        const res = await fetch(url, { redirect: "manual" });
+        expect(res.status, name).to.equal(400);
+        expect(res.headers.get("location")).to.equal(null);
+        expect(((await res.json()) as { detail: string }).detail).to.contain(`${name} given twice`);
+      }
+    });
+
+    it("shows an error for a client nobody approved on a page, never redirecting to its URI (RFC 9700 4.11)", async () => {
+      // Anyone may register any https address as a client's redirect URI: redirecting its errors
+      // would make the endpoint an open redirect.
+      const registered = await registerClient(["https://attacker.example/landing"]);
+      const { client_id: clientId } = (await registered.json()) as { client_id: string };
+      const cases: Record<string, string>[] = [{ response_type: "token" }, { scope: "everything" }, { code_challenge_method: "plain" }];
+      for (const params of cases) {
+        const res = await fetch(authorizationUrl(clientId, pkce(), { redirect_uri: "https://attacker.example/landing", ...params }), { redirect: "manual" });
+        expect(res.status, JSON.stringify(params)).to.equal(400);
+        expect(res.headers.get("location")).to.equal(null);
+        expect(res.headers.get("content-type")).to.match(/^text\/html/);
+        expect(res.headers.get("content-security-policy")).to.contain("default-src 'none'");
+        const html = await res.text();
+        expect(html).to.contain("No member has approved this application with attacker.example");
+        expect(html).to.not.contain("https://attacker.example/landing");
+      }
+      const twice = new URL(authorizationUrl(clientId, pkce(), { redirect_uri: "https://attacker.example/landing" }));
+      twice.searchParams.append("scope", "mcp:read");
+      const page = await fetch(twice, { redirect: "manual" });
+      expect(page.status).to.equal(400);
+      expect(await page.text()).to.contain("scope given twice");
+      // A name with markup is shown as text.
+      const named = await http("POST", "/v1/oauth/register", {
+        body: { client_name: "<script>alert(1)</script>", redirect_uris: [REDIRECT_URI] },
+        headers: { "x-forwarded-for": clientAddress() },
+      });
+      const shown = await (await fetch(authorizationUrl(named.json.client_id as string, pkce(), { response_type: "token" }), { redirect: "manual" })).text();
+      expect(shown).to.contain("&lt;script&gt;alert(1)&lt;/script&gt;").and.not.contain("<script>");
+    });
+
+    it("redirects other refusals to a client a member approved with that URI, with error, state and iss", async () => {
+      const { clientId } = await obtainTokens(ws.owner.cookie);
       const cases: [Record<string, string>, string][] = [
         [{ code_challenge_method: "plain" }, "invalid_request"],
         [{ code_challenge: "short" }, "invalid_request"],
@@ -273,7 +315,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       const second = await exchange(c);
       expect(second.json.error).to.equal("invalid_grant");
       expect(await toolsStatus(first.json.access_token!)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: first.json.refresh_token! })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: first.json.refresh_token!, client_id: c.clientId })).json.error).to.equal("invalid_grant");
     });
 
     it("refuses a redirect URI, client or resource that differs from the authorization", async () => {
@@ -298,7 +340,27 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(replay.json.error).to.equal("invalid_grant");
       expect(await toolsStatus(rotated.json.access_token!)).to.equal(401);
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: rotated.json.refresh_token! })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: rotated.json.refresh_token!, client_id: t.clientId })).json.error).to.equal("invalid_grant");
+    });
+
+    it("refuses a refresh without client_id, and names a parameter given twice", async () => {
+      const t = await obtainTokens(ws.owner.cookie);
+      const anonymous = await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh });
+      expect(anonymous.status).to.equal(400);
+      expect(anonymous.json).to.include({ error: "invalid_request" });
+      expect(anonymous.json.error_description).to.contain("client_id is required");
+      const twice = await fetch(`${testEnv().baseUrl}/v1/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `grant_type=refresh_token&refresh_token=${t.refresh}&client_id=${t.clientId}&client_id=${t.clientId}`,
+      });
+      expect(twice.status).to.equal(400);
+      const refused = (await twice.json()) as { error: string; error_description: string };
+      expect(refused.error).to.equal("invalid_request");
+      expect(refused.error_description).to.contain("client_id given twice");
+      // Neither refusal spent the token: it still refreshes, once.
+      const rotated = await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh, client_id: t.clientId });
+      expect(rotated.status, JSON.stringify(rotated.json)).to.equal(200);
     });
 
     it("answers unsupported_grant_type and invalid_request in the OAuth shape, with no-store", async () => {
@@ -334,7 +396,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect((await http("DELETE", `/v1/members/${id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(204);
       await testEnv().gateway.ctx.services.workspaces.setPlan(ws.id, "pro");
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh, client_id: t.clientId })).json.error).to.equal("invalid_grant");
     });
 
     it("are stored only as digests", async () => {
