@@ -163,6 +163,16 @@ describe("OAuth for the tool endpoint: refusals", () => {
         expect(location.searchParams.get("state")).to.equal("st-123");
         expect(location.searchParams.get("iss")).to.equal(webUrl());
       }
+      // Once the approval is revoked, nobody vouches for the URI any more: a page again.
+      const other = await newWorkspace();
+      const approval = await obtainTokens(other.owner.cookie);
+      const [grant] = (await expectOk(other.owner.client.oauth.listAuthorizations())).data.filter((a) => a.client_id === approval.clientId);
+      const bad = authorizationUrl(approval.clientId, pkce(), { response_type: "token" });
+      expect((await fetch(bad, { redirect: "manual" })).status).to.equal(302);
+      await expectOk(other.owner.client.oauth.revokeAuthorization({ params: { id: grant!.id } }));
+      const after = await fetch(bad, { redirect: "manual" });
+      expect(after.status).to.equal(400);
+      expect(after.headers.get("location")).to.equal(null);
     });
 
     it("sends the member to the dashboard's consent page, which cannot be framed; its API wants a session", async () => {
