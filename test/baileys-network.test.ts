@@ -145,8 +145,11 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "delivered");
       const g = await expectOk(client.messages.send({ body: { connection: slug, to: { group: "120363000000000009@g.us" }, body: "to the group" } }));
       const gm = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.provider_message_id !== null && x.status === "submitted");
-      // Read an hour ago (a receipt that waited while the gateway was away): stamped with its own time.
-      const readAt = now() - 3600;
+      // Read a while before it reached us (a receipt that waited): stamped with its own time, which
+      // is after the entries before it (a timeline never goes back in time) and before now.
+      const last = Math.max(...gm.timeline.map((t) => Date.parse(t.at)));
+      const readAt = Math.ceil(last / 1000);
+      await waitFor(async () => Date.now(), (t) => t > readAt * 1000 + 1500, 5_000);
       socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp", readAt);
       const read = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
       expect(read.timeline.find((t) => t.status === "read")!.at).to.equal(new Date(readAt * 1000).toISOString());
