@@ -1,6 +1,6 @@
 // A connected sandbox connection and the contacts around it, for the conversation tests.
 import { randomBytes } from "node:crypto";
-import type { Message } from "../../contract/index.js";
+import type { Message, MessageWithTimeline } from "../../contract/index.js";
 import { expectOk } from "../../sdk/src/index.js";
 import { testEnv } from "../setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./actors.js";
@@ -38,7 +38,7 @@ export async function inboundFrom(c: Linked, from: string, content: Record<strin
 }
 
 /** Waits until the message satisfies `predicate`. */
-export function waitForMessage(c: Linked, id: string, predicate: (m: Message) => boolean): Promise<Message> {
+export function waitForMessage(c: Linked, id: string, predicate: (m: MessageWithTimeline) => boolean): Promise<MessageWithTimeline> {
   return waitFor(() => expectOk(c.client.messages.get({ params: { id } })), predicate);
 }
 
