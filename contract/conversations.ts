@@ -108,7 +108,7 @@ export const conversations = c.router(
     listChats: {
       method: "GET",
       path: "/v1/connections/:connection/chats",
-      summary: "List the chats of a connection",
+      summary: "List the chats of a connection (extension)",
       description: "Newest first by their last message, cursor-paginated, each with its unread inbound count.",
       pathParams: ConnectionParams,
       query: ListChatsQuery,
@@ -118,7 +118,7 @@ export const conversations = c.router(
     reply: {
       method: "POST",
       path: "/v1/messages/:id/reply",
-      summary: "Reply to a message, quoting it",
+      summary: "Reply to a message, quoting it (extension)",
       description:
         "A new message in the chat of `{id}`, on its connection, quoting it; accepted like a send (the same limits, " +
         "durability and Idempotency-Key). 409 while the quoted message has no network id yet.",
@@ -131,7 +131,7 @@ export const conversations = c.router(
     react: {
       method: "POST",
       path: "/v1/messages/:id/reactions",
-      summary: "React to a message",
+      summary: "React to a message (extension)",
       description: 'One emoji; `""` removes our reaction. 409 while the message has no network id yet.',
       pathParams: IdParams,
       body: ReactionBody,
@@ -141,7 +141,7 @@ export const conversations = c.router(
     edit: {
       method: "POST",
       path: "/v1/messages/:id/edit",
-      summary: "Edit a text we sent",
+      summary: "Edit a text we sent (extension)",
       description: `Only our own text message, once handed to the network, within ${EDIT_WINDOW_MINUTES} minutes of it; 409 otherwise, naming why.`,
       pathParams: IdParams,
       body: EditBody,
@@ -151,7 +151,7 @@ export const conversations = c.router(
     revoke: {
       method: "POST",
       path: "/v1/messages/:id/revoke",
-      summary: "Delete a message we sent, for everyone",
+      summary: "Delete a message we sent, for everyone (extension)",
       description: `Only our own message, within the network's window of ${REVOKE_WINDOW_HOURS} hours; 409 otherwise. The message keeps its record and timeline, with \`revoked_at\`.`,
       pathParams: IdParams,
       body: c.noBody(),
@@ -161,7 +161,7 @@ export const conversations = c.router(
     markRead: {
       method: "POST",
       path: "/v1/messages/:id/read",
-      summary: "Mark a chat read up to a message",
+      summary: "Mark a chat read up to a message (extension)",
       description: "That inbound message and the earlier unread inbound ones of its chat are marked read, on the network too.",
       pathParams: IdParams,
       body: c.noBody(),
@@ -171,7 +171,7 @@ export const conversations = c.router(
     presence: {
       method: "POST",
       path: "/v1/connections/:connection/chats/:chat/presence",
-      summary: "Show typing or recording in a chat",
+      summary: "Show typing or recording in a chat (extension)",
       description: `\`typing\` and \`recording\` clear themselves after ${PRESENCE_CLEARS_AFTER_S} s; \`paused\` clears them now. 409 when the connection is not connected.`,
       pathParams: ChatParams,
       body: PresenceBody,
@@ -181,7 +181,7 @@ export const conversations = c.router(
     media: {
       method: "GET",
       path: "/v1/messages/:id/media",
-      summary: "Download a message's media",
+      summary: "Download a message's media (extension)",
       description:
         "The media bytes, streamed with their type and file name, fetched (and decrypted) from the network on demand and never stored. " +
         "404 when the message has none; 410 when the network no longer has it; 413 when it is larger than MEDIA_MAX_BYTES.",
@@ -192,7 +192,7 @@ export const conversations = c.router(
     poll: {
       method: "POST",
       path: "/v1/messages/poll",
-      summary: "Send a poll",
+      summary: "Send a poll (extension)",
       description: "Accepted like a send (the same rules, durability and Idempotency-Key); votes arrive as `message.poll_vote` events and tallies on the message's `poll`.",
       headers: SendMessageHeaders,
       body: PollBody,

@@ -57,6 +57,9 @@ export async function openMedia(url: string, policy: UrlCheckOptions, limits: Op
         },
       });
       res.on("error", (err) => capped.destroy(new EngineError(`the media fetch broke off: ${err.message}`, true, "media_fetch_failed")));
+      // The reader learns of a failure from the stream itself (its iterator, its own listener):
+      // this one only keeps a failure before it started reading from being an uncaught error.
+      capped.on("error", () => undefined);
       capped.on("close", () => request.destroy());
       res.pipe(capped);
       const type = (res.headers["content-type"] ?? "").split(";")[0]!.trim();
