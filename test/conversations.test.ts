@@ -6,6 +6,7 @@ import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { eventsOf, inboundFrom, linkedConnection, receivedBy, uniquePhone, waitForMessage, type Linked } from "./support/conversations.js";
+import { mcpClient } from "./support/mcp.js";
 import { sandbox } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -278,6 +279,40 @@ describe("conversations", () => {
       }
       expect((await http("GET", `/v1/connections/${fresh.slug}/chats?limit=100`, { headers: { authorization: `Bearer ${fresh.key}` } })).status).to.equal(200);
       expect((await http("GET", `/v1/connections/${fresh.slug}/chats`, { headers: auth() })).status).to.equal(404);
+    });
+  });
+
+  describe("tools (MCP)", () => {
+    it("lists chats, and reacts and marks read only once confirmed, never answering content", async () => {
+      const contact = uniquePhone();
+      const inbound = await inboundFrom(c, contact, { body: "secret words" });
+      const { key } = await c.ws.key(["mcp:read", "mcp:write"]);
+      const client = await mcpClient(key, "2025-11-25");
+      try {
+        const call = async (name: string, args: Record<string, unknown>) => {
+          const result = await client.callTool({ name, arguments: args });
+          expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).to.not.equal(true);
+          expect(JSON.stringify(result)).to.not.contain("secret words");
+          return result.structuredContent as Record<string, unknown>;
+        };
+        const chats = (await call("list_chats", { connection: c.slug, limit: 100 })).data as { chat: string; unread_count: number }[];
+        expect(chats.find((x) => x.chat === contact)).to.deep.include({ unread_count: 1 });
+
+        const preview = await call("react_to_message", { id: inbound.id, emoji: "🙏" });
+        expect(preview).to.include({ preview: true, id: inbound.id, emoji: "🙏" });
+        expect((await expectOk(c.client.messages.get({ params: { id: inbound.id } }))).reactions).to.deep.equal({});
+        expect(await call("react_to_message", { id: inbound.id, emoji: "🙏", confirm: true })).to.include({ preview: false, done: "reacted" });
+        expect((await expectOk(c.client.messages.get({ params: { id: inbound.id } }))).reactions).to.deep.equal({ "🙏": 1 });
+        const notOne = await client.callTool({ name: "react_to_message", arguments: { id: inbound.id, emoji: "ok", confirm: true } });
+        expect(notOne.isError).to.equal(true);
+
+        expect(await call("mark_read", { id: inbound.id })).to.include({ preview: true, unread: 1, chat: contact });
+        expect((await receivedBy(contact)).filter((r) => r.kind === "read")).to.have.length(0);
+        expect(await call("mark_read", { id: inbound.id, confirm: true })).to.include({ preview: false, marked: 1 });
+        expect((await receivedBy(contact)).filter((r) => r.kind === "read").map((r) => r.message_id)).to.deep.equal([inbound.id]);
+      } finally {
+        await client.close();
+      }
     });
   });
 

@@ -3,16 +3,15 @@ import { finished } from "node:stream";
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
-import { cursorKey } from "../http/cursor.js";
 import { principalOf } from "../http/principal.js";
 import { afterAccepted } from "./accepted.js";
-import { Conversations } from "./conversations.js";
+import { conversationsOf } from "./conversations.js";
 import type { Accepted } from "./send.js";
 
 const s = initServer();
 
 export function conversationsRouter(ctx: AppContext) {
-  const conversations = new Conversations({ db: ctx.db, config: ctx.config, engines: ctx.engines, sender: ctx.services.sender }, cursorKey(ctx.config.secretKey));
+  const conversations = conversationsOf(ctx);
   const accepted = async (a: Accepted, res: import("express").Response, log: AppContext["logger"]) => {
     if (a.replayed) res.setHeader("Idempotent-Replayed", "true");
     await afterAccepted(ctx, a, log);

@@ -21,13 +21,19 @@ import { engineConnectionFor } from "../connections/service.js";
 import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { rows } from "../db/rows.js";
 import { EngineError, type Engine, type EngineConnection, type EngineRegistry, type MediaDownload, type MessageRef } from "../engines/engine.js";
-import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
+import type { AppContext } from "../context.js";
+import { cursorKey, decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
 import { ApiError } from "../http/errors.js";
 import { chatOf, chatRecipient, messageRef } from "./chat.js";
 import type { Message } from "./entities.js";
 import type { Accepted, MessageSender, SendAs, SendOptions } from "./send.js";
 import { messageFromRow } from "./store/row.js";
 import { messageView } from "./view.js";
+
+/** The conversation service over a gateway's context (the REST handlers and the tool endpoint share it). */
+export function conversationsOf(ctx: Pick<AppContext, "db" | "config" | "engines" | "services">): Conversations {
+  return new Conversations({ db: ctx.db, config: ctx.config, engines: ctx.engines, sender: ctx.services.sender }, cursorKey(ctx.config.secretKey));
+}
 
 /** Our own reactions are kept under this reactor (contacts' under their address). */
 const OURS = "me";
@@ -40,7 +46,7 @@ export interface ConversationDeps {
 }
 
 /** One message of the workspace with its connection. */
-interface Found {
+export interface Found {
   message: Message;
   connection: Connection;
 }
@@ -151,6 +157,17 @@ export class Conversations {
 
   /** Marks the message's chat read up to it: it (when inbound) and the earlier unread inbound messages. */
   async markRead(workspaceId: string, id: string): Promise<ReadReceipt> {
+    const { message, connection, chat, unread } = await this.unreadUpTo(workspaceId, id);
+    const refs = unread.map(messageRef).filter((r): r is MessageRef => r !== null);
+    if (refs.length) await this.call(connection, "markRead", (engine, c) => engine.markRead!(c, refs));
+    const marked = unread.length
+      ? await rows(this.deps.db, `UPDATE messages SET read_at = now() WHERE id = ANY($1) AND read_at IS NULL RETURNING id`, [unread.map((m) => m.id)])
+      : [];
+    return { object: "read_receipt", message_id: message.id, chat, marked: marked.length };
+  }
+
+  /** The message, its chat and the chat's unread inbound messages up to it, oldest first (changes nothing). */
+  async unreadUpTo(workspaceId: string, id: string): Promise<Found & { chat: string; unread: Message[] }> {
     const { message, connection } = await this.find(workspaceId, id);
     const chat = chatOf(message);
     const unread = (
@@ -163,12 +180,7 @@ export class Conversations {
         [connection.id, chat, message.createdAt, message.id],
       )
     ).map(messageFromRow);
-    const refs = unread.map(messageRef).filter((r): r is MessageRef => r !== null);
-    if (refs.length) await this.call(connection, "markRead", (engine, c) => engine.markRead!(c, refs));
-    const marked = unread.length
-      ? await rows(this.deps.db, `UPDATE messages SET read_at = now() WHERE id = ANY($1) AND read_at IS NULL RETURNING id`, [unread.map((m) => m.id)])
-      : [];
-    return { object: "read_receipt", message_id: message.id, chat, marked: marked.length };
+    return { message, connection, chat, unread };
   }
 
   /** Shows typing or recording in a chat of a connection (409 when it is not connected). */
@@ -199,7 +211,8 @@ export class Conversations {
     return connection;
   }
 
-  private async find(workspaceId: string, id: string): Promise<Found> {
+  /** One message of the workspace with its connection; 404 otherwise. */
+  async find(workspaceId: string, id: string): Promise<Found> {
     const [row] = await rows(this.deps.db, `SELECT * FROM messages WHERE id = $1 AND workspace_id = $2`, [id, workspaceId]);
     if (!row) throw ApiError.notFound("message");
     const message = messageFromRow(row);
