@@ -48,24 +48,34 @@ export async function openMedia(url: string, policy: UrlCheckOptions, limits: Op
       if (status < 200 || status > 299) return fail(`the media URL answered HTTP ${status}`);
       const declared = res.headers["content-length"] === undefined ? null : Number(res.headers["content-length"]);
       if (declared !== null && declared > limits.maxBytes) return fail(`the media is ${declared} bytes; at most ${limits.maxBytes} are served`, "media_too_large");
-      let size = 0;
-      const capped = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          size += chunk.length;
-          if (size > limits.maxBytes) return done(new EngineError(`the media is larger than ${limits.maxBytes} bytes`, true, "media_too_large"));
-          done(null, chunk);
-        },
-      });
-      res.on("error", (err) => capped.destroy(new EngineError(`the media fetch broke off: ${err.message}`, true, "media_fetch_failed")));
-      // The reader learns of a failure from the stream itself (its iterator, its own listener):
-      // this one only keeps a failure before it started reading from being an uncaught error.
-      capped.on("error", () => undefined);
+      const capped = capStream(res, limits.maxBytes);
       capped.on("close", () => request.destroy());
-      res.pipe(capped);
       const type = (res.headers["content-type"] ?? "").split(";")[0]!.trim();
       resolve({ stream: capped, contentType: type.length >= 3 ? type : null, size: declared });
     });
   });
+}
+
+/**
+ * `source` passed through, failing with an EngineError `media_too_large` once past `maxBytes` (and
+ * `media_fetch_failed` when the source breaks off).
+ */
+export function capStream(source: Readable, maxBytes: number): Readable {
+  let size = 0;
+  const capped = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > maxBytes) return done(new EngineError(`the media is larger than ${maxBytes} bytes`, true, "media_too_large"));
+      done(null, chunk);
+    },
+  });
+  source.on("error", (err) => capped.destroy(new EngineError(`the media fetch broke off: ${err.message}`, true, "media_fetch_failed")));
+  // The reader learns of a failure from the stream itself (its iterator, its own listener): this
+  // one only keeps a failure before it started reading from being an uncaught error.
+  capped.on("error", () => undefined);
+  capped.on("close", () => source.destroy());
+  source.pipe(capped);
+  return capped;
 }
 
 /** Collects an opened media's stream whole, failing past the limit or after `timeoutMs` in all. */

@@ -5,12 +5,13 @@
 // sockets directly (`standIn`); in a child gateway it plays a phone that stays linked, and writes
 // what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it.
 import { EventEmitter } from "node:events";
+import { Readable } from "node:stream";
 import { appendFileSync } from "node:fs";
-import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia";
   args: unknown[];
 }
 
@@ -21,10 +22,13 @@ interface World {
   /** onWhatsApp never answers (a slow network). */
   hangChecks: boolean;
   qrIntervalMs: number;
+  /** The bytes the network's media server holds, by the network id of their message; absent: gone (410). */
+  media: Map<string, Buffer>;
 }
 
 const holder = globalThis as unknown as { __baileysStandIn?: World };
-const world: World = (holder.__baileysStandIn ??= { sockets: [], offNetwork: new Set(), hangChecks: false, qrIntervalMs: 1_000 });
+const world: World = (holder.__baileysStandIn ??= { sockets: [], offNetwork: new Set(), hangChecks: false, qrIntervalMs: 1_000, media: new Map() });
+world.media ??= new Map();
 
 function log(entry: Record<string, unknown>): void {
   const file = process.env.STAND_IN_LOG;
@@ -107,6 +111,22 @@ export class StandInSocket implements EngineSocket {
     this.calls.push({ method: "onWhatsApp", args: jids });
     if (world.hangChecks) return new Promise(() => undefined);
     return jids.map((jid) => ({ jid, exists: !world.offNetwork.has(jid) }));
+  }
+
+  async readMessages(keys: WAMessageKey[]): Promise<void> {
+    this.calls.push({ method: "readMessages", args: [keys] });
+  }
+
+  async sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void> {
+    this.calls.push({ method: "sendPresenceUpdate", args: [type, toJid] });
+  }
+
+  /** The media server's bytes for the message, as the library streams them once decrypted with its media key. */
+  async downloadMedia(message: WAMessage): Promise<Readable> {
+    this.calls.push({ method: "downloadMedia", args: [message] });
+    const bytes = world.media.get(message.key.id ?? "");
+    if (!bytes) throw Object.assign(new Error("gone"), { output: { statusCode: 410 } });
+    return Readable.from([bytes]);
   }
 
   async logout(): Promise<void> {

@@ -2,14 +2,17 @@
 // reports translated into our provider events. The engine (engine.ts) decides which sessions this
 // process runs (it holds their leases); a session reconnects by itself with exponential backoff
 // and jitter after any close but a logout, and gives up pairing after a bounded number of QRs.
-import { DisconnectReason, type BaileysEventMap, type WAMessage } from "@whiskeysockets/baileys";
-import type { Media, ProviderEvent } from "../../../contract/index.js";
+import type { Readable } from "node:stream";
+import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type WAMessage } from "@whiskeysockets/baileys";
+import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { capStream } from "../media-fetch.js";
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";
+import { chatAction, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
 import { fetchMedia } from "./media.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
@@ -101,6 +104,7 @@ export class Session {
     on("message-receipt.update", (updates) =>
       this.onStatus(updates.map((u) => ({ key: u.key, status: u.receipt.readTimestamp ? ("read" as const) : u.receipt.receiptTimestamp ? ("delivered" as const) : null }))),
     );
+    on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => {
       const lid = lidOfJid(m.lid);
       const phone = phoneOfJid(m.pn);
@@ -193,10 +197,18 @@ export class Session {
     for (const msg of messages) {
       const { key } = msg;
       if (!key.id || !key.remoteJid || key.remoteJid === "status@broadcast") continue;
+      const action = chatAction(msg.message);
+      if (action) {
+        const report = key.fromMe ? null : await this.actionReport(msg, action);
+        if (report) events.push(report);
+        continue;
+      }
       const content = messageContent(msg.message);
       if (!content) continue;
       const at = messageTime(msg);
       const group = isGroupJid(key.remoteJid) ? key.remoteJid : undefined;
+      // Its media keys, sealed, for GET /v1/messages/{id}/media (downloaded and decrypted on demand).
+      if (content.media && !key.fromMe && msg.message) await this.host.store.saveMessage(this.connectionId, key.id, msg.message);
       if (key.fromMe) {
         // Our own sends come back as upserts too; only what the phone wrote is news.
         if (await this.host.store.known(this.connectionId, key.id)) continue;
@@ -219,6 +231,87 @@ export class Session {
       });
     }
     if (events.length) this.report(events);
+  }
+
+  /** A contact's reaction, edit, revoke or poll vote, as our report (a vote we cannot decrypt is dropped). */
+  private async actionReport(msg: WAMessage, action: ChatAction): Promise<Report | null> {
+    const { key } = msg;
+    const group = isGroupJid(key.remoteJid);
+    const from = group ? await this.phoneOf(key.participant, key.participantAlt) : await this.phoneOf(key.remoteJid, key.remoteJidAlt);
+    const base = { event_id: `bly_act_${key.id}`, provider_message_id: action.provider_message_id, from, timestamp: messageTime(msg).toISOString() };
+    if (action.type !== "message.poll_vote") {
+      const { provider_message_id: _p, ...rest } = action;
+      return { ...rest, ...base };
+    }
+    const poll = await this.host.store.getMessage(this.connectionId, action.provider_message_id);
+    const creation = poll?.pollCreationMessage ?? poll?.pollCreationMessageV2 ?? poll?.pollCreationMessageV3;
+    const secret = poll?.messageContextInfo?.messageSecret;
+    const me = this.socket?.user?.id;
+    if (!creation || !secret || !me) return null;
+    try {
+      const options = votedOptions(action.poll.update, {
+        options: (creation.options ?? []).map((o) => o.optionName ?? ""),
+        secret,
+        creatorJid: jidNormalizedUser(me),
+        pollId: action.provider_message_id,
+        voterJid: jidNormalizedUser((group ? key.participant : key.remoteJid) ?? ""),
+      });
+      return { type: "message.poll_vote", options, ...base };
+    } catch (err) {
+      this.host.logger.warn({ err, connection_id: this.connectionId }, "baileys poll vote not decrypted; dropped");
+      return null;
+    }
+  }
+
+  /** A contact typing, recording or pausing in a chat. */
+  private async onPresence(update: BaileysEventMap["presence.update"]): Promise<void> {
+    const group = isGroupJid(update.id) ? update.id : undefined;
+    const events: Report[] = [];
+    for (const [participant, data] of Object.entries(update.presences)) {
+      const state = presenceState(data.lastKnownPresence);
+      if (!state) continue;
+      const from = await this.phoneOf(participant, undefined);
+      events.push({ type: "chat.presence", from, ...(group && { group }), state, timestamp: new Date().toISOString() });
+    }
+    if (events.length) this.report(events);
+  }
+
+  /** The open socket, or a transient EngineError. */
+  private openSocket(): EngineSocket {
+    const socket = this.socket;
+    if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
+    return socket;
+  }
+
+  /** Writes an action (a reaction, an edit, a delete for everyone) to the chat of its message. */
+  async act(target: MessageRef, content: AnyMessageContent): Promise<void> {
+    await this.openSocket()
+      .sendMessage(recipientJid(target.chat), content)
+      .catch((err: unknown) => {
+        throw new EngineError(`the network did not take it: ${err instanceof Error ? err.message : String(err)}`, false, "network_send_failed");
+      });
+  }
+
+  async markRead(targets: MessageRef[]): Promise<void> {
+    await this.openSocket().readMessages(targets.map(messageKey));
+  }
+
+  async sendPresence(chat: Recipient, state: PresenceState): Promise<void> {
+    await this.openSocket().sendPresenceUpdate(libraryPresence(state), recipientJid(chat));
+  }
+
+  /** A received message's media, from its sealed media keys; `media_gone` when they are gone or the network no longer has it. */
+  async downloadMedia(target: MessageRef, maxBytes: number): Promise<Readable> {
+    const socket = this.openSocket();
+    const stored = await this.host.store.getMessage(this.connectionId, target.providerMessageId);
+    if (!stored) throw new EngineError("the media's keys are no longer kept", true, "media_gone");
+    try {
+      return capStream(await socket.downloadMedia({ key: messageKey(target), message: stored }), maxBytes);
+    } catch (err) {
+      const status = (err as { output?: { statusCode?: number }; status?: number }).output?.statusCode ?? (err as { status?: number }).status;
+      if (status === 404 || status === 410) throw new EngineError("the network no longer has this media", true, "media_gone");
+      throw new EngineError(`the media could not be downloaded: ${err instanceof Error ? err.message : String(err)}`, false, "media_fetch_failed");
+    }
   }
 
   /** The phone number of a JID, through its alternate form or the LID map; else the JID itself. */
@@ -263,8 +356,10 @@ export class Session {
     if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
     const media = message.media ? await this.fetch(message.media) : null;
     await this.host.store.intend(this.connectionId, networkId, message.messageId);
+    const content = message.poll ? pollContent(message.poll) : outboundContent(message.body, media, message.location);
+    const quoted = message.quoted ? quotedMessage(message.quoted, await this.host.store.getMessage(this.connectionId, message.quoted.providerMessageId)) : undefined;
     const sent = await socket
-      .sendMessage(recipientJid(message.to), outboundContent(message.body, media, message.location), { messageId: networkId })
+      .sendMessage(recipientJid(message.to), content, { messageId: networkId, ...(quoted && { quoted }) })
       .catch((err: unknown) => {
         this.host.count("send", "failed");
         throw new EngineError(`the network did not take the message: ${err instanceof Error ? err.message : String(err)}`, false, "network_send_failed");

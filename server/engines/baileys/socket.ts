@@ -4,7 +4,20 @@
 // phone with the library's event shapes and records the calls made on it). Production refuses
 // that setting (server/config.ts), so a deployed gateway always talks to the real network.
 import { pathToFileURL } from "node:url";
-import makeWASocket, { Browsers, makeCacheableSignalKeyStore, type AnyMessageContent, type AuthenticationState, type BaileysEventMap, type MiscMessageGenerationOptions, type WAMessage, type WAMessageKey, type proto } from "@whiskeysockets/baileys";
+import type { Readable } from "node:stream";
+import makeWASocket, {
+  Browsers,
+  downloadMediaMessage,
+  makeCacheableSignalKeyStore,
+  type AnyMessageContent,
+  type AuthenticationState,
+  type BaileysEventMap,
+  type MiscMessageGenerationOptions,
+  type WAMessage,
+  type WAMessageKey,
+  type WAPresence,
+  type proto,
+} from "@whiskeysockets/baileys";
 import type { Logger } from "../../logger.js";
 
 export interface EngineSocket {
@@ -14,6 +27,10 @@ export interface EngineSocket {
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
+  readMessages(keys: WAMessageKey[]): Promise<void>;
+  sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
+  /** A received message's media, downloaded and decrypted with its media key (the library's downloadMediaMessage), streamed. */
+  downloadMedia(message: WAMessage): Promise<Readable>;
 }
 
 export interface SocketOptions {
@@ -29,7 +46,7 @@ export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<E
 export const librarySocketFactory: SocketFactory = (options) => {
   // The library logs protocol nodes at debug and below (keys, message content): never let those through.
   const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
-  return makeWASocket({
+  const socket = makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     getMessage: options.getMessage,
     logger: logger as never,
@@ -37,7 +54,11 @@ export const librarySocketFactory: SocketFactory = (options) => {
     // A gateway is not a person at a screen: the phone keeps getting its notifications.
     markOnlineOnConnect: false,
     syncFullHistory: false,
-  }) as unknown as EngineSocket;
+  });
+  // An expired media URL is asked again of the sender's phone (reuploadRequest).
+  const downloadMedia = (message: WAMessage) =>
+    downloadMediaMessage(message, "stream", {}, { logger: logger as never, reuploadRequest: socket.updateMediaMessage }) as Promise<Readable>;
+  return Object.assign(socket, { downloadMedia }) as unknown as EngineSocket;
 };
 
 /** The factory for this process: the library's, or the module named by BAILEYS_SOCKET_MODULE. */
