@@ -67,6 +67,10 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "team.update": { role: "developer" },
   "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
+  "conversations.reply": { body: "x" },
+  "conversations.react": { emoji: "👍" },
+  "conversations.edit": { body: "x" },
+  "conversations.presence": { state: "typing" },
 };
 
 function request(listed: Listed, values: Record<string, string> | null, credential: Credential | null) {
@@ -140,6 +144,9 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
       "oauth.id": authorizations.data[0]!.id,
       "ai.id": aiCredential.json.id as string,
       "ai.connection": pairing,
+      "conversations.id": scheduled.json.id as string,
+      "conversations.connection": linked,
+      "conversations.chat": "+15550001111",
     },
   };
 }
