@@ -1,6 +1,6 @@
 // Chats (product.md, "Conversations"): the other side of a conversation on one connection, a
 // contact (`+15550002222`, `lid:<digits>`) or a group (`group:<id>`). The rule that derives a
-// message's chat is the `chat` column of messages (migration 1732250900000-conversations.ts);
+// message's chat is the `chat` column of messages (migration 1732251000000-conversations.ts);
 // these turn a chat into the recipient the engines address, and a message into its reference.
 import type { Recipient } from "../../contract/index.js";
 import type { MessageRef } from "../engines/engine.js";

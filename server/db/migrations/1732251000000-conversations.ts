@@ -11,8 +11,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  * The sandbox records what the network got besides messages (reactions, edits, revokes, reads,
  * presence) in sandbox_actions, and a reply's quoted message and a poll on its deliveries.
  */
-export class Conversations1732250900000 implements MigrationInterface {
-  name = "Conversations1732250900000";
+export class Conversations1732251000000 implements MigrationInterface {
+  name = "Conversations1732251000000";
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
