@@ -2,13 +2,14 @@
 // library's call (a quote in sendMessage's options, react, edit, delete, readMessages,
 // sendPresenceUpdate, a poll, downloadMediaMessage with the sealed media key), and what the
 // network reports of a chat (a contact's reaction, edit, revoke, typing) becomes our events.
-import { randomBytes } from "node:crypto";
+import { createCipheriv, createHash, createHmac, randomBytes } from "node:crypto";
+import { proto } from "@whiskeysockets/baileys";
 import { expect } from "chai";
 import type { Message } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client } from "./support/actors.js";
-import { standIn, type StandInSocket } from "./support/baileys-stand-in.js";
+import { pollSecret, standIn, type StandInSocket } from "./support/baileys-stand-in.js";
 import { liveSocket, pairBaileys } from "./support/baileys.js";
 import { eventsOf } from "./support/conversations.js";
 import { uniquePhone } from "./support/sandbox.js";
@@ -105,6 +106,31 @@ describe("conversations on the Baileys engine (stand-in socket)", function () {
     standIn.world.media.delete(photoId);
     const gone = await http("GET", `/v1/messages/${photo.id}/media`, { headers: { authorization: `Bearer ${key}` } });
     expect(gone.status).to.equal(410);
+  });
+
+  /** A contact's vote as their phone encrypts it: AES-GCM under a key derived from the poll's secret (the library's decryptPollVote, reversed). */
+  function encryptedVote(pollId: string, creatorJid: string, voterJid: string, options: string[]) {
+    const sign = Buffer.concat([Buffer.from(pollId), Buffer.from(creatorJid), Buffer.from(voterJid), Buffer.from("Poll Vote"), Buffer.from([1])]);
+    const key0 = createHmac("sha256", Buffer.alloc(32)).update(pollSecret(pollId)).digest();
+    const key = createHmac("sha256", key0).update(sign).digest();
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", key, iv);
+    cipher.setAAD(Buffer.from(`${pollId}\u0000${voterJid}`));
+    const plain = proto.Message.PollVoteMessage.encode({ selectedOptions: options.map((o) => createHash("sha256").update(o).digest()) }).finish();
+    return { encPayload: Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]), encIv: iv };
+  }
+
+  it("decrypts a contact's poll vote with the poll's secret and tallies it", async () => {
+    const contact = uniquePhone("+1559");
+    const poll = await expectOk(client.conversations.poll({ body: { connection: slug, to: contact, question: "Where?", options: ["here", "there", "nowhere"], selectable: 2 } }));
+    const sent = await handedOff(poll.id);
+    const pollId = sent.provider_message_id!;
+    const me = `${digits(socket.user!.id.split(":")[0]!)}@s.whatsapp.net`;
+    const vote = encryptedVote(pollId, me, jid(contact), ["there", "nowhere"]);
+    upsert({ remoteJid: jid(contact), fromMe: false }, { pollUpdateMessage: { pollCreationMessageKey: { remoteJid: jid(contact), fromMe: true, id: pollId }, vote } });
+    const tallied = await waitFor(() => expectOk(client.messages.get({ params: { id: poll.id } })), (m) => m.poll!.options.some((o) => o.votes > 0));
+    expect(tallied.poll!.options).to.deep.equal([{ name: "here", votes: 0 }, { name: "there", votes: 1 }, { name: "nowhere", votes: 1 }]);
+    expect((await eventsOf(workspaceId, "message.poll_vote")).map((e) => e.data)).to.deep.include({ message_id: poll.id, from: contact, options: ["there", "nowhere"] });
   });
 
   it("turns a contact's reaction, edit, revoke and typing into events and updates the record", async () => {

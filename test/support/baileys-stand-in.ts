@@ -6,6 +6,7 @@
 // what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it, and scans
 // the QR codes the test names in the file STAND_IN_SCANS (JSON lines `{"payload","phone","lid"}`),
 // as a person holding the phone would.
+import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
@@ -123,7 +124,7 @@ export class StandInSocket implements EngineSocket {
     log({ event: "send", connection: this.connectionId, id, jid });
     // Killed between the socket write and anything the gateway records after it.
     if (process.env.STAND_IN_KILL_ON_SEND === "1") process.kill(process.pid, "SIGKILL");
-    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
+    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content, id), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
   }
 
   async onWhatsApp(...jids: string[]): Promise<{ jid: string; exists: boolean }[] | undefined> {
@@ -161,8 +162,20 @@ export class StandInSocket implements EngineSocket {
   }
 }
 
-function messageOf(content: AnyMessageContent): proto.IMessage {
+/** The secret the library gives a poll it sends (random there; derived from its id here, so a test can vote). */
+export function pollSecret(id: string): Buffer {
+  return createHash("sha256").update(`poll-secret:${id}`).digest();
+}
+
+function messageOf(content: AnyMessageContent, id: string): proto.IMessage {
   const c = content as Record<string, unknown>;
+  if (c.poll) {
+    const poll = c.poll as { name: string; values: string[]; selectableCount: number };
+    return {
+      pollCreationMessageV3: { name: poll.name, options: poll.values.map((optionName) => ({ optionName })), selectableOptionsCount: poll.selectableCount },
+      messageContextInfo: { messageSecret: pollSecret(id) },
+    };
+  }
   if (typeof c.text === "string") return { conversation: c.text };
   if (c.location) return { locationMessage: c.location as proto.Message.ILocationMessage };
   if (c.image) return { imageMessage: { mimetype: c.mimetype as string, caption: (c.caption as string | undefined) ?? null } };
