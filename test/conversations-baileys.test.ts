@@ -70,6 +70,10 @@ describe("conversations on the Baileys engine (stand-in socket)", function () {
     const presence = await http("POST", `/v1/connections/${slug}/chats/${encodeURIComponent(contact)}/presence`, { headers: { authorization: `Bearer ${key}` }, body: { state: "typing" } });
     expect(presence.status).to.equal(204);
     expect(lastCall("sendPresenceUpdate").args).to.deep.equal(["composing", jid(contact)]);
+    // A contact known only by LID.
+    const byLid = await http("POST", `/v1/connections/${slug}/chats/lid:123456789/presence`, { headers: { authorization: `Bearer ${key}` }, body: { state: "recording" } });
+    expect(byLid.status).to.equal(204);
+    expect(lastCall("sendPresenceUpdate").args).to.deep.equal(["recording", "123456789@lid"]);
   });
 
   it("edits and deletes our text for everyone, and sends a poll", async () => {

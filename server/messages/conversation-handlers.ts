@@ -50,7 +50,6 @@ export function conversationsRouter(ctx: AppContext) {
       res.setHeader("content-type", media.mimetype);
       res.setHeader("content-disposition", contentDisposition(media.filename ?? "media"));
       res.setHeader("cache-control", "no-store");
-      res.setHeader("x-content-type-options", "nosniff");
       if (media.size !== null) res.setHeader("content-length", String(media.size));
       // Streamed as it arrives, never held whole or written to disk. A client that goes away stops
       // the fetch; a fetch that fails half-way (past the size cap, the network broke off) cuts the

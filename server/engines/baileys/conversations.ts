@@ -4,19 +4,27 @@
 // revoke, poll vote, typing) as our reports. No I/O here but the poll vote's decryption.
 import { createHash } from "node:crypto";
 import { decryptPollVote, type AnyMessageContent, type WAMessage, type WAMessageKey, type WAPresence, type proto } from "@whiskeysockets/baileys";
-import type { PresenceState } from "../../../contract/index.js";
+import type { PresenceState, Recipient } from "../../../contract/index.js";
 import type { MessageRef, OutboundPoll } from "../engine.js";
-import { phoneJid, recipientJid } from "./translate.js";
+import { recipientJid } from "./translate.js";
+
+/** The JID of a chat: a group's, a contact's by number, or by LID (`lid:<digits>`). */
+export function chatJid(chat: Recipient): string {
+  if (typeof chat === "string" && chat.startsWith("lid:")) return `${chat.slice(4).replace(/\D/g, "")}@lid`;
+  // A JID already (an unmapped LID as the engine reports it).
+  if (typeof chat === "string" && chat.includes("@")) return chat;
+  return recipientJid(chat);
+}
 
 /** The library's key of a message we address by reference. */
 export function messageKey(target: MessageRef): WAMessageKey {
-  const remoteJid = recipientJid(target.chat);
+  const remoteJid = chatJid(target.chat);
   const inGroup = typeof target.chat === "object" && "group" in target.chat;
   return {
     remoteJid,
     fromMe: target.fromMe,
     id: target.providerMessageId,
-    ...(inGroup && !target.fromMe && target.sender && { participant: target.sender.startsWith("+") ? phoneJid(target.sender) : target.sender }),
+    ...(inGroup && !target.fromMe && target.sender && { participant: chatJid(target.sender) }),
   };
 }
 

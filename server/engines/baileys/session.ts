@@ -12,7 +12,7 @@ import { EngineError, type MessageRef, type NumberCheck, type OutboundMessage } 
 import { capStream } from "../media-fetch.js";
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";
-import { chatAction, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
+import { chatAction, chatJid, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
 import { fetchMedia } from "./media.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
@@ -286,7 +286,7 @@ export class Session {
   /** Writes an action (a reaction, an edit, a delete for everyone) to the chat of its message. */
   async act(target: MessageRef, content: AnyMessageContent): Promise<void> {
     await this.openSocket()
-      .sendMessage(recipientJid(target.chat), content)
+      .sendMessage(chatJid(target.chat), content)
       .catch((err: unknown) => {
         throw new EngineError(`the network did not take it: ${err instanceof Error ? err.message : String(err)}`, false, "network_send_failed");
       });
@@ -297,7 +297,7 @@ export class Session {
   }
 
   async sendPresence(chat: Recipient, state: PresenceState): Promise<void> {
-    await this.openSocket().sendPresenceUpdate(libraryPresence(state), recipientJid(chat));
+    await this.openSocket().sendPresenceUpdate(libraryPresence(state), chatJid(chat));
   }
 
   /** A received message's media, from its sealed media keys; `media_gone` when they are gone or the network no longer has it. */
