@@ -20,6 +20,7 @@ import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
 import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
+import { Conversations1732251000000 } from "./migrations/1732251000000-conversations.js";
 
 export const ENTITIES = [
   Plan,
@@ -48,4 +49,5 @@ export const MIGRATIONS = [
   AiRuns1732250800000,
   TimelineOrder1732250919000,
   ConnectionDetail1732250920000,
+  Conversations1732251000000,
 ];

@@ -9,6 +9,7 @@ import { Connection, connectionFromRow, PairingGrant } from "../connections/enti
 import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
+import { applyConversationEvent, isConversationEvent } from "../messages/store/conversation-reports.js";
 import { applyReports, recordInbound, recordPhoneOutbound } from "../messages/store/reports.js";
 
 export interface ProviderAck {
@@ -79,6 +80,7 @@ export class ProviderCallbackService {
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
+        else if (isConversationEvent(event)) accepted = (await applyConversationEvent(em, connection, event)) || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event, aiDue))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };

@@ -11,13 +11,15 @@
 // what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it, and scans
 // the QR codes the test names in the file STAND_IN_SCANS (JSON lines `{"payload","phone","lid"}`),
 // as a person holding the phone would.
+import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAVersion, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia";
   args: unknown[];
 }
 
@@ -34,6 +36,8 @@ interface World {
   publishedVersion: WAVersion | null;
   /** The library's own LID ↔ number store (signalRepository.lidMapping): LID JID → number JID. */
   lidStore: Map<string, string>;
+  /** The bytes the network's media server holds, by the network id of their message; absent: gone (410). */
+  media: Map<string, Buffer>;
 }
 
 const holder = globalThis as unknown as { __baileysStandIn?: World };
@@ -45,6 +49,7 @@ const world: World = (holder.__baileysStandIn ??= {
   acceptedVersion: null,
   publishedVersion: [2, 3000, 1],
   lidStore: new Map(),
+  media: new Map(),
 });
 
 /** The version source of the network the stand-in plays (BAILEYS_SOCKET_MODULE's fetchVersion). */
@@ -201,7 +206,7 @@ export class StandInSocket implements EngineSocket {
     log({ event: "send", connection: this.connectionId, id, jid });
     // Killed between the socket write and anything the gateway records after it.
     if (process.env.STAND_IN_KILL_ON_SEND === "1") process.kill(process.pid, "SIGKILL");
-    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
+    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content, id), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
   }
 
   async onWhatsApp(...jids: string[]): Promise<{ jid: string; exists: boolean }[] | undefined> {
@@ -214,6 +219,22 @@ export class StandInSocket implements EngineSocket {
   async groupMetadata(jid: string): Promise<GroupMetadata> {
     this.calls.push({ method: "groupMetadata", args: [jid] });
     return { id: jid, subject: "stand-in group", participants: [{ id: `${jid.split("@")[0]}1@lid`, admin: null }], addressingMode: "lid" } as GroupMetadata;
+  }
+
+  async readMessages(keys: WAMessageKey[]): Promise<void> {
+    this.calls.push({ method: "readMessages", args: [keys] });
+  }
+
+  async sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void> {
+    this.calls.push({ method: "sendPresenceUpdate", args: [type, toJid] });
+  }
+
+  /** The media server's bytes for the message, as the library streams them once decrypted with its media key. */
+  async downloadMedia(message: WAMessage): Promise<Readable> {
+    this.calls.push({ method: "downloadMedia", args: [message] });
+    const bytes = world.media.get(message.key.id ?? "");
+    if (!bytes) throw Object.assign(new Error("gone"), { output: { statusCode: 410 } });
+    return Readable.from([bytes]);
   }
 
   async logout(): Promise<void> {
@@ -229,8 +250,20 @@ export class StandInSocket implements EngineSocket {
   }
 }
 
-function messageOf(content: AnyMessageContent): proto.IMessage {
+/** The secret the library gives a poll it sends (random there; derived from its id here, so a test can vote). */
+export function pollSecret(id: string): Buffer {
+  return createHash("sha256").update(`poll-secret:${id}`).digest();
+}
+
+function messageOf(content: AnyMessageContent, id: string): proto.IMessage {
   const c = content as Record<string, unknown>;
+  if (c.poll) {
+    const poll = c.poll as { name: string; values: string[]; selectableCount: number };
+    return {
+      pollCreationMessageV3: { name: poll.name, options: poll.values.map((optionName) => ({ optionName })), selectableOptionsCount: poll.selectableCount },
+      messageContextInfo: { messageSecret: pollSecret(id) },
+    };
+  }
   if (typeof c.text === "string") return { conversation: c.text };
   if (c.location) return { locationMessage: c.location as proto.Message.ILocationMessage };
   if (c.image) return { imageMessage: { mimetype: c.mimetype as string, caption: (c.caption as string | undefined) ?? null } };

@@ -7,7 +7,7 @@
 // not reachable from inside the host) without adding a check the service does not already make.
 import type { WAVersion } from "@whiskeysockets/baileys";
 import type { DataSource } from "typeorm";
-import type { ProviderCallbackBody } from "../../../contract/index.js";
+import { ProviderCallbackBody, type Media, type PresenceState, type Recipient } from "../../../contract/index.js";
 import { callbackToken } from "../../connections/callback-token.js";
 import { Connection } from "../../connections/entities.js";
 import type { Logger } from "../../logger.js";
@@ -15,7 +15,8 @@ import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { editContent, reactionContent, revokeContent } from "./conversations.js";
 import { loadAuthState, wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
 import { Relay } from "./relay.js";
@@ -275,6 +276,39 @@ export class BaileysEngine implements Engine {
     // Another process holds the socket: the message reaches it through the database (relay.ts).
     if (await this.leases.holderOf(connection.id)) return this.relay.enqueue(connection.id, message);
     throw new EngineError("the session is being taken up", false, "session_not_open");
+  }
+
+  // Conversation actions go to the socket of this process (server/engines/baileys/conversations.ts);
+  // while another process holds it they fail transiently and the caller retries.
+  react(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void> {
+    return this.local(connection).act(target, reactionContent(target, emoji));
+  }
+
+  edit(connection: EngineConnection, target: MessageRef, body: string): Promise<void> {
+    return this.local(connection).act(target, editContent(target, body));
+  }
+
+  revoke(connection: EngineConnection, target: MessageRef): Promise<void> {
+    return this.local(connection).act(target, revokeContent(target));
+  }
+
+  markRead(connection: EngineConnection, targets: MessageRef[]): Promise<void> {
+    return this.local(connection).markRead(targets);
+  }
+
+  sendPresence(connection: EngineConnection, chat: Recipient, state: PresenceState): Promise<void> {
+    return this.local(connection).sendPresence(chat, state);
+  }
+
+  async downloadMedia(connection: EngineConnection, target: MessageRef, media: Media, maxBytes: number): Promise<MediaDownload> {
+    const stream = await this.local(connection).downloadMedia(target, maxBytes);
+    return { stream, mimetype: media.mimetype ?? "application/octet-stream", filename: media.filename ?? null, size: null };
+  }
+
+  private local(connection: EngineConnection): Session {
+    const session = this.sessions.get(connection.id);
+    if (!session) throw new EngineError("the session is not open on this process (another holds it, or it is being taken up)", false, "session_not_open");
+    return session;
   }
 
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {

@@ -3,14 +3,17 @@
 // process runs (it holds their leases); a session reconnects by itself with exponential backoff
 // and jitter after any close but a logout, a replacement elsewhere (440) or a step the library
 // cannot do (passkey), and gives up pairing after a bounded number of QRs.
-import { DisconnectReason, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
-import type { Media, ProviderEvent } from "../../../contract/index.js";
+import type { Readable } from "node:stream";
+import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
+import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { capStream } from "../media-fetch.js";
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";
+import { chatAction, chatJid, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
 import { fetchMedia } from "./media.js";
 import { RetryCounters } from "./retry-counters.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
@@ -151,6 +154,7 @@ export class Session {
     // One-to-one receipts come as messages.update (status codes); group receipts as message-receipt.update.
     on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status) }))));
     on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, ...ofReceipt(u.receipt) }))));
+    on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
     on("group-participants.update", async (u) => void (await this.refreshGroup(u.id)));
@@ -348,6 +352,12 @@ export class Session {
     for (const msg of messages) {
       const { key } = msg;
       if (!key.id || !key.remoteJid || isIgnoredJid(key.remoteJid)) continue;
+      const action = chatAction(msg.message);
+      if (action) {
+        const report = key.fromMe ? null : await this.actionReport(msg, action);
+        if (report) events.push(report);
+        continue;
+      }
       const content = messageContent(msg.message);
       if (!content) {
         if (key.fromMe) statuses.push(...mergedReceipts(msg));
@@ -355,6 +365,8 @@ export class Session {
       }
       const at = messageTime(msg);
       const group = isGroupJid(key.remoteJid) ? key.remoteJid : undefined;
+      // Its media keys, sealed, for GET /v1/messages/{id}/media (downloaded and decrypted on demand).
+      if (content.media && !key.fromMe && msg.message) await this.host.store.saveMessage(this.connectionId, key.id, msg.message);
       if (key.fromMe) {
         // Our own sends come back as upserts too; only what the phone wrote is news. Receipts
         // that came while the library buffered are merged into the upserted message itself.
@@ -404,6 +416,92 @@ export class Session {
     return { address: (phone ?? lid ?? jid ?? "unknown").slice(0, 40), lid };
   }
 
+  /** A contact's reaction, edit, revoke or poll vote, as our report (a vote we cannot decrypt is dropped). */
+  private async actionReport(msg: WAMessage, action: ChatAction): Promise<Report | null> {
+    const { key } = msg;
+    const group = isGroupJid(key.remoteJid);
+    const from = group ? await this.phoneOf(key.participant, key.participantAlt) : await this.phoneOf(key.remoteJid, key.remoteJidAlt);
+    const base = { event_id: `bly_act_${key.id}`, provider_message_id: action.provider_message_id, from, timestamp: messageTime(msg).toISOString() };
+    if (action.type !== "message.poll_vote") {
+      const { provider_message_id: _p, ...rest } = action;
+      return { ...rest, ...base };
+    }
+    const poll = await this.host.store.getMessage(this.connectionId, action.provider_message_id);
+    const creation = poll?.pollCreationMessage ?? poll?.pollCreationMessageV2 ?? poll?.pollCreationMessageV3;
+    const secret = poll?.messageContextInfo?.messageSecret;
+    const me = this.socket?.user?.id;
+    if (!creation || !secret || !me) return null;
+    try {
+      const options = votedOptions(action.poll.update, {
+        options: (creation.options ?? []).map((o) => o.optionName ?? ""),
+        secret,
+        creatorJid: jidNormalizedUser(me),
+        pollId: action.provider_message_id,
+        voterJid: jidNormalizedUser((group ? key.participant : key.remoteJid) ?? ""),
+      });
+      return { type: "message.poll_vote", options, ...base };
+    } catch (err) {
+      this.host.logger.warn({ err, connection_id: this.connectionId }, "baileys poll vote not decrypted; dropped");
+      return null;
+    }
+  }
+
+  /** A contact typing, recording or pausing in a chat. */
+  private async onPresence(update: BaileysEventMap["presence.update"]): Promise<void> {
+    const group = isGroupJid(update.id) ? update.id : undefined;
+    const events: Report[] = [];
+    for (const [participant, data] of Object.entries(update.presences)) {
+      const state = presenceState(data.lastKnownPresence);
+      if (!state) continue;
+      const from = await this.phoneOf(participant, undefined);
+      events.push({ type: "chat.presence", from, ...(group && { group }), state, timestamp: new Date().toISOString() });
+    }
+    if (events.length) this.report(events);
+  }
+
+  /** The open socket, or a transient EngineError. */
+  private openSocket(): EngineSocket {
+    const socket = this.socket;
+    if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
+    return socket;
+  }
+
+  /** Writes an action (a reaction, an edit, a delete for everyone) to the chat of its message. */
+  async act(target: MessageRef, content: AnyMessageContent): Promise<void> {
+    await this.openSocket()
+      .sendMessage(chatJid(target.chat), content)
+      .catch((err: unknown) => {
+        throw new EngineError(`the network did not take it: ${err instanceof Error ? err.message : String(err)}`, false, "network_send_failed");
+      });
+  }
+
+  async markRead(targets: MessageRef[]): Promise<void> {
+    await this.openSocket().readMessages(targets.map(messageKey));
+  }
+
+  async sendPresence(chat: Recipient, state: PresenceState): Promise<void> {
+    await this.openSocket().sendPresenceUpdate(libraryPresence(state), chatJid(chat));
+  }
+
+  /** A received message's media, from its sealed media keys; `media_gone` when they are gone or the network no longer has it. */
+  async downloadMedia(target: MessageRef, maxBytes: number): Promise<Readable> {
+    const socket = this.openSocket();
+    const stored = await this.host.store.getMessage(this.connectionId, target.providerMessageId);
+    if (!stored) throw new EngineError("the media's keys are no longer kept", true, "media_gone");
+    try {
+      return capStream(await socket.downloadMedia({ key: messageKey(target), message: stored }), maxBytes);
+    } catch (err) {
+      const status = (err as { output?: { statusCode?: number }; status?: number }).output?.statusCode ?? (err as { status?: number }).status;
+      if (status === 404 || status === 410) throw new EngineError("the network no longer has this media", true, "media_gone");
+      throw new EngineError(`the media could not be downloaded: ${err instanceof Error ? err.message : String(err)}`, false, "media_fetch_failed");
+    }
+  }
+
+  /** How a contact is named in a report: its number where known, else `lid:<digits>` (contactOf). */
+  private async phoneOf(jid: string | null | undefined, alt: string | null | undefined): Promise<string> {
+    return (await this.contactOf(jid, alt)).address;
+  }
+
   /** Acknowledgements and receipts of our messages. */
   private async onStatus(updates: StatusUpdate[]): Promise<void> {
     const relevant = updates.filter((u) => u.key.fromMe && u.key.id && u.status);
@@ -439,8 +537,10 @@ export class Session {
     if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
     const media = message.media ? await this.fetch(message.media) : null;
     await this.host.store.intend(this.connectionId, networkId, message.messageId);
+    const content = message.poll ? pollContent(message.poll) : outboundContent(message.body, media, message.location);
+    const quoted = message.quoted ? quotedMessage(message.quoted, await this.host.store.getMessage(this.connectionId, message.quoted.providerMessageId)) : undefined;
     const sent = await socket
-      .sendMessage(recipientJid(message.to), outboundContent(message.body, media, message.location), { messageId: networkId })
+      .sendMessage(recipientJid(message.to), content, { messageId: networkId, ...(quoted && { quoted }) })
       .catch((err: unknown) => {
         this.host.count("send", "failed");
         throw new EngineError(`the network did not take the message: ${err instanceof Error ? err.message : String(err)}`, false, "network_send_failed");

@@ -4,8 +4,10 @@
 // phone with the library's event shapes and records the calls made on it). Production refuses
 // that setting (server/config.ts), so a deployed gateway always talks to the real network.
 import { pathToFileURL } from "node:url";
+import type { Readable } from "node:stream";
 import makeWASocket, {
   Browsers,
+  downloadMediaMessage,
   fetchLatestBaileysVersion,
   fetchLatestWaWebVersion,
   makeCacheableSignalKeyStore,
@@ -17,6 +19,7 @@ import makeWASocket, {
   type MiscMessageGenerationOptions,
   type WAMessage,
   type WAMessageKey,
+  type WAPresence,
   type WAVersion,
   type proto,
 } from "@whiskeysockets/baileys";
@@ -35,6 +38,10 @@ export interface EngineSocket {
   groupMetadata(jid: string): Promise<GroupMetadata>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
+  readMessages(keys: WAMessageKey[]): Promise<void>;
+  sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
+  /** A received message's media, downloaded and decrypted with its media key (the library's downloadMediaMessage), streamed. */
+  downloadMedia(message: WAMessage): Promise<Readable>;
 }
 
 export interface SocketOptions {
@@ -67,7 +74,7 @@ export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<E
 export const librarySocketFactory: SocketFactory = (options) => {
   // The library logs protocol nodes at debug and below (keys, message content): never let those through.
   const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
-  return makeWASocket({
+  const socket = makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     getMessage: options.getMessage,
     cachedGroupMetadata: options.cachedGroupMetadata,
@@ -79,7 +86,11 @@ export const librarySocketFactory: SocketFactory = (options) => {
     markOnlineOnConnect: false,
     syncFullHistory: false,
     ...(options.version && { version: options.version }),
-  }) as unknown as EngineSocket;
+  });
+  // An expired media URL is asked again of the sender's phone (reuploadRequest).
+  const downloadMedia = (message: WAMessage) =>
+    downloadMediaMessage(message, "stream", {}, { logger: logger as never, reuploadRequest: socket.updateMediaMessage }) as Promise<Readable>;
+  return Object.assign(socket, { downloadMedia }) as unknown as EngineSocket;
 };
 
 /**

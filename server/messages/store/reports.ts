@@ -9,7 +9,7 @@ import type { DomainEvent } from "../../events/entities.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
 import { newId } from "../../ids.js";
 import { usageIncrementSql, usageShard } from "../../workspace/usage.js";
-import type { Message } from "../entities.js";
+import { NO_CONVERSATION, type Message } from "../entities.js";
 import { transition } from "../status.js";
 import { messageView } from "../view.js";
 import { json } from "./accept.js";
@@ -219,6 +219,7 @@ function reportedMessage(
     errorCode: null,
     errorMessage: null,
     scheduleId: null,
+    ...NO_CONVERSATION,
     createdAt: now,
     updatedAt: now,
   };
