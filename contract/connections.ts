@@ -43,16 +43,49 @@ export type ConnectionCreated = z.infer<typeof ConnectionCreated>;
 export const ConnectionList = list(Connection);
 export type ConnectionList = z.infer<typeof ConnectionList>;
 
-export const PairingGrant = z.object({ grant_id: z.string(), expires_at: Timestamp });
+/** How a phone links: by scanning a QR code, or by typing a code shown for its number. */
+export const PAIRING_METHODS = ["qr", "code"] as const;
+export const PairingMethod = z.enum(PAIRING_METHODS);
+export type PairingMethod = z.infer<typeof PairingMethod>;
+
+/** The number that will type the pairing code, in international form: `+`, then 7-15 digits. */
+export const PairingPhone = chars(8, 16).regex(/^\+[1-9][0-9]{6,14}$/, { message: "must be a phone number in international form: + and 7-15 digits" });
+
+export const PairBody = z
+  .object({
+    method: PairingMethod.default("qr").describe("`qr` (the default) or `code`: a code the phone types under Link with phone number"),
+    phone: PairingPhone.optional().describe("With `code`: the number that will type the code (required then; refused with `qr`)"),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.method === "code" && b.phone === undefined) ctx.addIssue({ code: "custom", path: ["phone"], message: "is required with method code" });
+    if (b.method === "qr" && b.phone !== undefined) ctx.addIssue({ code: "custom", path: ["phone"], message: "is only accepted with method code" });
+  });
+export type PairBody = z.infer<typeof PairBody>;
+
+export const PairingGrant = z.object({ grant_id: z.string(), method: PairingMethod, expires_at: Timestamp });
 export type PairingGrant = z.infer<typeof PairingGrant>;
 
 export const PairingPayload = z.object({
   grant_id: z.string(),
+  method: z.literal("qr"),
   payload: z.string().describe("The pairing credential: whoever scans it links their device to the number"),
   qr_svg: z.string().describe("The payload as a QR code, an SVG data URL (`data:image/svg+xml;base64,…`)"),
   expires_at: Timestamp,
 });
 export type PairingPayload = z.infer<typeof PairingPayload>;
+
+export const PairingCode = z.object({
+  grant_id: z.string(),
+  method: z.literal("code"),
+  code: z.string().describe("The pairing code (`ABCD-EFGH`) to type on the phone whose number the pair named; a credential like the QR payload"),
+  expires_at: Timestamp,
+});
+export type PairingCode = z.infer<typeof PairingCode>;
+
+/** What a redeemed grant shows: the QR, or the code, as the pair asked. */
+export const Pairing = z.discriminatedUnion("method", [PairingPayload, PairingCode]);
+export type Pairing = z.infer<typeof Pairing>;
 
 // A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
 // a session may change connections when its role may grant connections:write.
@@ -100,19 +133,20 @@ export const connections = c.router(
       method: "POST",
       path: "/v1/connections/:connection/pair",
       summary: "Open a pairing grant",
-      description: "Short-lived, single-use grant; redeem it at the QR route. 409 unless the state is created, pairing or disconnected.",
+      description:
+        "Short-lived, single-use grant; redeem it at the QR route. No body (or `method: qr`): the route shows a QR code; `{\"method\": \"code\", \"phone\": \"+15550001111\"}`: it shows a code to type on that phone. 409 unless the state is created, pairing or disconnected.",
       pathParams: ConnectionParams,
-      body: c.noBody(),
+      body: PairBody,
       responses: { 200: PairingGrant, ...problems(400, 401, 403, 404, 409, 429, 503) },
       metadata: write,
     },
     qr: {
       method: "GET",
       path: "/v1/connections/:connection/qr/:grantId",
-      summary: "Redeem a pairing grant for its QR payload",
-      description: "Single use: a redeemed or expired grant no longer exists (404). Treat the payload as a credential.",
+      summary: "Redeem a pairing grant for its QR payload or pairing code",
+      description: "Single use: a redeemed or expired grant no longer exists (404). `method` says which the grant shows: a QR payload or a pairing code. Treat either as a credential.",
       pathParams: GrantParams,
-      responses: { 200: PairingPayload, ...problems(400, 401, 403, 404, 429) },
+      responses: { 200: Pairing, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     suspend: {

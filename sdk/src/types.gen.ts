@@ -73,8 +73,11 @@ export type MonthlyRecurrence = { type: "monthly"; hour: number; minute: number;
 export type NumberCheck = { phone: string; checked: boolean; on_network: boolean | null; };
 export type NumberCheckQuery = { connection: string; phone: string; };
 export type OAuthError = { error: string; error_description: string; };
-export type PairingGrant = { expires_at: string; grant_id: string; };
-export type PairingPayload = { expires_at: string; grant_id: string; payload: string; qr_svg: string; };
+export type Pairing = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; } | { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingCode = { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingGrant = { expires_at: string; method: "code" | "qr"; grant_id: string; };
+export type PairingMethod = "code" | "qr";
+export type PairingPayload = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; };
 export type PhoneOutboundEvent = { type: "message.outbound_from_phone"; event_id: string; provider_message_id: string; timestamp: string; to?: string | undefined; group?: string | undefined; body?: string | undefined; media?: { url: string; kind?: "image" | "video" | "audio" | "document" | undefined; mimetype?: string | undefined; filename?: string | undefined; } | undefined; location?: { latitude: number; longitude: number; title?: string | undefined; } | undefined; };
 export type Plan = { id: string; name: string; limits: { connections: number | null; messages_per_month: number | null; features: { scheduling: boolean; connection_webhooks: boolean; ai: boolean; mcp: boolean; member_management: boolean; }; }; };
 export type PlanFeatures = { scheduling: boolean; connection_webhooks: boolean; ai: boolean; mcp: boolean; member_management: boolean; };
@@ -151,9 +154,9 @@ export interface SvcClient {
     /** DELETE /v1/connections/:connection: Delete a connection */
     delete: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 204; body: undefined; headers: Headers; }>;
     /** POST /v1/connections/:connection/pair: Open a pairing grant */
-    pair: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
-    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload */
-    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingPayload; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    pair: (args: { params: { connection: string; }; body?: { phone?: string | undefined; method?: "code" | "qr" | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
+    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload or pairing code */
+    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: Pairing; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/suspend: Suspend a connection */
     suspend: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/resume: Resume a suspended connection */

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
-import type { ConnectionState } from "../../contract/index.js";
+import type { ConnectionState, PairingMethod } from "../../contract/index.js";
 
 export type StoredConnectionState = ConnectionState | "deleted";
 
@@ -25,6 +25,8 @@ export class Connection {
 export class PairingGrant {
   @PrimaryColumn({ type: "text" }) id!: string;
   @Column({ type: "text", name: "connection_id" }) connectionId!: string;
+  /** What the grant shows when redeemed: a QR code of the payload, or the payload as a code to type. */
+  @Column({ type: "text", default: "qr" }) method!: PairingMethod;
   /** The pairing payload is a credential (whoever scans it links a device): stored encrypted. */
   @Column({ type: "text", name: "payload_sealed" }) payloadSealed!: string;
   @Column({ type: "timestamptz", name: "expires_at" }) expiresAt!: Date;

@@ -10,7 +10,7 @@ import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, proto 
 import type { EngineSocket, SocketFactory, SocketOptions } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "logout" | "end" | "requestPairingCode";
   args: unknown[];
 }
 
@@ -41,6 +41,8 @@ export class StandInSocket implements EngineSocket {
   readonly ev: EngineSocket["ev"] = { on: (event, listener) => void this.emitter.on(event, listener as (arg: unknown) => void) };
   readonly calls: Call[] = [];
   readonly qrs: string[] = [];
+  /** Codes asked for by requestPairingCode, oldest first (the library's: 8 characters, no dash). */
+  readonly pairingCodes: { code: string; phone: string }[] = [];
   user: { id: string; lid?: string } | undefined;
   ended = false;
   private qrTimer: NodeJS.Timeout | undefined;
@@ -86,6 +88,18 @@ export class StandInSocket implements EngineSocket {
     this.close(515);
   }
 
+  /**
+   * The phone of `phone` types a pairing code: it links only if it is the newest code this socket
+   * asked for, for that number (the library's flow then goes on as after a scan).
+   */
+  enterCode(code: string, phone: string, lid: string): boolean {
+    const digits = phone.replace(/\D/g, "");
+    const plain = code.replace(/-/g, "");
+    if (!this.pairingCodes.length || this.pairingCodes.at(-1)!.code !== plain || this.pairingCodes.at(-1)!.phone !== digits) return false;
+    this.scan(phone, lid);
+    return true;
+  }
+
   /** The socket closes on the network side with the library's code (401 logged out, 428 lost…). */
   close(code: number): void {
     clearTimeout(this.qrTimer);
@@ -107,6 +121,15 @@ export class StandInSocket implements EngineSocket {
     this.calls.push({ method: "onWhatsApp", args: jids });
     if (world.hangChecks) return new Promise(() => undefined);
     return jids.map((jid) => ({ jid, exists: !world.offNetwork.has(jid) }));
+  }
+
+  /** As the library: the code is bound to the number, and `me` is set (unregistered) until the phone types it. */
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    this.calls.push({ method: "requestPairingCode", args: [phoneNumber] });
+    const code = [...Array(8)].map(() => "123456789ABCDEFGHJKLMNPQRSTVWXYZ"[Math.floor(Math.random() * 32)]).join("");
+    this.pairingCodes.push({ code, phone: phoneNumber });
+    this.emit("creds.update", { pairingCode: code, me: { id: `${phoneNumber}@s.whatsapp.net`, name: "~" } });
+    return code;
   }
 
   async logout(): Promise<void> {

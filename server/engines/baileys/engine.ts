@@ -14,7 +14,7 @@ import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt, randomToken } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage, type PairingRequest } from "../engine.js";
 import { wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
 import { Relay } from "./relay.js";
@@ -152,8 +152,8 @@ export class BaileysEngine implements Engine {
     this.schedulePoll();
   }
 
-  private async take(connectionId: string): Promise<Session> {
-    const session = new Session(this.host, connectionId);
+  private async take(connectionId: string, pairingPhone: string | null = null): Promise<Session> {
+    const session = new Session(this.host, connectionId, pairingPhone);
     this.sessions.set(connectionId, session);
     await session.connect().catch((err: unknown) => {
       this.options.logger.error({ err, connection_id: connectionId }, "baileys socket could not be opened");
@@ -166,10 +166,14 @@ export class BaileysEngine implements Engine {
     void this.leases.release(session.connectionId).catch(() => undefined);
   }
 
-  /** A fresh socket with fresh credentials; its first QR is the payload. Later QRs replace it. */
-  async startPairing(connection: EngineConnection): Promise<{ payload: string }> {
+  /**
+   * A fresh socket with fresh credentials; its first QR (or, pairing by code, the code the library
+   * asks for once the socket shows a QR) is the payload. Later ones replace it.
+   */
+  async startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }> {
+    const pairingPhone = request.method === "code" ? request.phone : null;
     const existing = this.sessions.get(connection.id);
-    if (existing && !existing.isOpen) {
+    if (existing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
       const qr = await existing.nextQr(FIRST_QR_TIMEOUT_MS);
       if (qr) return { payload: qr };
     }
@@ -181,7 +185,7 @@ export class BaileysEngine implements Engine {
       await existing.end();
     }
     await wipeSession(this.options.db, connection.id);
-    const session = await this.take(connection.id);
+    const session = await this.take(connection.id, pairingPhone);
     const qr = await session.nextQr(FIRST_QR_TIMEOUT_MS);
     if (!qr) {
       this.sessions.delete(connection.id);

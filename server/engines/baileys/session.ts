@@ -43,6 +43,12 @@ export interface SessionHost {
   count(metric: "reconnect" | "send" | "receipt", label?: string): void;
 }
 
+/** The library's 8-character code as the phone shows its boxes: ABCD-EFGH. */
+export function formatPairingCode(code: string): string {
+  const plain = code.replace(/-/g, "").toUpperCase();
+  return plain.length === 8 ? `${plain.slice(0, 4)}-${plain.slice(4)}` : plain;
+}
+
 export function reconnectDelay(attempt: number, random = Math.random): number {
   return Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** attempt) * (0.5 + random());
 }
@@ -62,6 +68,8 @@ export class Session {
   constructor(
     private readonly host: SessionHost,
     readonly connectionId: string,
+    /** Pairing by code: the number (E.164) that types it; each QR the socket rotates to brings a fresh code instead. */
+    readonly pairingPhone: string | null = null,
   ) {}
 
   get isOpen(): boolean {
@@ -108,7 +116,7 @@ export class Session {
     });
   }
 
-  /** The first QR of a pairing socket (or the latest one); null when the socket closed first. */
+  /** The first QR (or code) of a pairing socket, or the latest one; null when the socket closed first. */
   nextQr(timeoutMs: number): Promise<string | null> {
     if (this.latestQr) return Promise.resolve(this.latestQr);
     return new Promise((resolve) => {
@@ -131,9 +139,13 @@ export class Session {
         this.host.forget(this);
         return;
       }
-      this.latestQr = u.qr;
-      await this.host.leases.setQr(this.connectionId, encrypt(this.host.secretKey, u.qr));
-      for (const w of this.qrWaiters.splice(0)) w(u.qr);
+      // Pairing by code: the library can ask for one once the socket shows a QR, and a fresh one
+      // at each rotation, so the code refreshes as the QR would.
+      const shown = this.pairingPhone ? formatPairingCode(await socket.requestPairingCode(this.pairingPhone.replace(/\D/g, ""))) : u.qr;
+      if (this.socket !== socket) return;
+      this.latestQr = shown;
+      await this.host.leases.setQr(this.connectionId, encrypt(this.host.secretKey, shown));
+      for (const w of this.qrWaiters.splice(0)) w(shown);
     }
     if (u.connection === "open") {
       this.open = true;

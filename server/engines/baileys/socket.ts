@@ -12,6 +12,8 @@ export interface EngineSocket {
   readonly user?: { id: string; lid?: string | undefined } | undefined;
   sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined>;
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
+  /** Pairing by code: the code for the phone number (digits only) to type under "Link with phone number". */
+  requestPairingCode(phoneNumber: string): Promise<string>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
 }

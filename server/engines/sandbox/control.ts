@@ -7,7 +7,7 @@ import type { Config } from "../../config.js";
 import { ApiError, zodFieldErrors } from "../../http/errors.js";
 import type { EngineRegistry } from "../engine.js";
 import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
-import { FaultsBody, InboundBody, LogoutBody, NumberBody, PhoneSendBody, ReceivedQuery, ScanBody } from "./schemas.js";
+import { EnterCodeBody, FaultsBody, InboundBody, LogoutBody, NumberBody, PhoneSendBody, ReceivedQuery, ScanBody } from "./schemas.js";
 
 export const SANDBOX_CONTROL_PATH = "/sandbox/v1";
 
@@ -23,6 +23,9 @@ function controlRouter(engine: SandboxEngine): Router {
   const router = Router();
   router.post("/scan", async (req, res) => {
     res.status(200).json(await network.scan(parse(ScanBody, req.body, "body")));
+  });
+  router.post("/enter-code", async (req, res) => {
+    res.status(200).json(await network.enterCode(parse(EnterCodeBody, req.body, "body")));
   });
   router.post("/numbers", async (req, res) => {
     res.status(200).json(await network.declareNumber(parse(NumberBody, req.body, "body")));
