@@ -87,6 +87,34 @@ export type PairingCode = z.infer<typeof PairingCode>;
 export const Pairing = z.discriminatedUnion("method", [PairingPayload, PairingCode]);
 export type Pairing = z.infer<typeof Pairing>;
 
+/** Schemes a connection's proxy may use: SOCKS (5, 5 with remote DNS, 4) or an HTTP CONNECT proxy. */
+export const PROXY_SCHEMES = ["socks5:", "socks5h:", "socks4:", "http:", "https:"] as const;
+
+/** A proxy URL: `socks5://[user:password@]host:port` or `http(s)://[user:password@]host:port`, nothing after the port. */
+export const ProxyUrl = chars(1, 2048).superRefine((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return void ctx.addIssue({ code: "custom", message: "must be a URL such as socks5://host:1080 or http://host:3128" });
+  }
+  if (!(PROXY_SCHEMES as readonly string[]).includes(url.protocol)) ctx.addIssue({ code: "custom", message: `scheme must be one of ${PROXY_SCHEMES.map((s) => s.slice(0, -1)).join(", ")}` });
+  else if (!url.hostname) ctx.addIssue({ code: "custom", message: "must name the proxy's host" });
+  else if ((url.pathname !== "" && url.pathname !== "/") || url.search || url.hash) ctx.addIssue({ code: "custom", message: "must end at the host and port (no path, query or fragment)" });
+});
+
+export const ConnectionSettingsBody = z
+  .object({
+    proxy_url: ProxyUrl.nullable().describe("The proxy the connection's socket goes through; null: the gateway's default (BAILEYS_PROXY_URL), or none"),
+  })
+  .strict();
+export type ConnectionSettingsBody = z.infer<typeof ConnectionSettingsBody>;
+
+export const ConnectionSettings = z.object({
+  proxy_url: z.string().nullable().describe("The proxy URL with its password masked (`socks5://user:****@host:1080`); null when none is set"),
+});
+export type ConnectionSettings = z.infer<typeof ConnectionSettings>;
+
 // A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
 // a session may change connections when its role may grant connections:write.
 const read = { security: { auth: "key_or_session", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;
@@ -147,6 +175,17 @@ export const connections = c.router(
       description: "Single use: a redeemed or expired grant no longer exists (404). `method` says which the grant shows: a QR payload or a pairing code. Treat either as a credential.",
       pathParams: GrantParams,
       responses: { 200: Pairing, ...problems(400, 401, 403, 404, 429) },
+      metadata: write,
+    },
+    settings: {
+      method: "PUT",
+      path: "/v1/connections/:connection/settings",
+      summary: "Change a connection's settings (extension)",
+      description:
+        "The proxy its engine's socket goes through (a secret: stored sealed, answered masked). It applies when the socket next opens: at pairing, resume or a reconnect (suspend and resume to apply it at once). Engines without sockets (the sandbox) keep it and ignore it.",
+      pathParams: ConnectionParams,
+      body: ConnectionSettingsBody,
+      responses: { 200: ConnectionSettings, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     suspend: {

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { ProxyUrl } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
@@ -57,6 +58,8 @@ const Env = z.object({
   BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
   /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
   BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
+  /** Baileys engine: the proxy every connection's socket goes through unless it sets its own (socks5://, http://). */
+  BAILEYS_PROXY_URL: ProxyUrl.optional(),
 });
 
 export interface Config {
@@ -94,7 +97,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; proxyUrl: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -155,7 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, proxyUrl: e.BAILEYS_PROXY_URL },
   };
 }
 

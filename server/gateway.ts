@@ -86,6 +86,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         leaseSeconds: config.baileys.leaseSeconds,
         relaySpacingMs: 1000 / config.dispatch.ratePerConnection,
         socketModule: config.baileys.socketModule,
+        defaultProxyUrl: config.baileys.proxyUrl,
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked

@@ -92,6 +92,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/schedules/preview"],
   // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
   ["get", "/v1/ai/policies"],
+  // product.md, "The real network, as its users meet it": a proxy per connection
+  ["put", "/v1/connections/{connection}/settings"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

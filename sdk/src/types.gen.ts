@@ -26,6 +26,8 @@ export type Connection = { object: "connection"; id: string; created_at: string;
 export type ConnectionCreated = { object: "connection"; id: string; created_at: string; updated_at: string; name: string | null; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; phone: string | null; transport: string; callback_token: string; };
 export type ConnectionList = { data: { object: "connection"; id: string; created_at: string; updated_at: string; name: string | null; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; phone: string | null; transport: string; }[]; };
 export type ConnectionParams = { connection: string; };
+export type ConnectionSettings = { proxy_url: string | null; };
+export type ConnectionSettingsBody = { proxy_url: string | null; };
 export type ConnectionState = "created" | "pairing" | "connected" | "disconnected" | "suspended";
 export type ConnectionStateEvent = { type: "connection.state"; state: "connected" | "disconnected"; event_id: string; phone?: string | undefined; };
 export type ConsentDecision = { redirect_to: string; };
@@ -157,6 +159,8 @@ export interface SvcClient {
     pair: (args: { params: { connection: string; }; body?: { phone?: string | undefined; method?: "code" | "qr" | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
     /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload or pairing code */
     qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: Pairing; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    /** PUT /v1/connections/:connection/settings: Change a connection's settings (extension) */
+    settings: (args: { params: { connection: string; }; body: { proxy_url: string | null; }; } & CallOptions) => Promise<{ status: 200; body: { proxy_url: string | null; }; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/suspend: Suspend a connection */
     suspend: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/resume: Resume a suspended connection */

@@ -16,6 +16,8 @@ export class Connection {
   @Column({ type: "text" }) transport!: string;
   @Column({ type: "text", name: "callback_nonce" }) callbackNonce!: string;
   @Column({ type: "bytea", name: "callback_token_digest" }) callbackTokenDigest!: Buffer;
+  /** The proxy its engine's socket goes through (it may carry a password): sealed; null for none. */
+  @Column({ type: "text", name: "proxy_url_sealed", nullable: true }) proxyUrlSealed!: string | null;
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
   @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
   @Column({ type: "timestamptz", name: "deleted_at", nullable: true }) deletedAt!: Date | null;
@@ -46,6 +48,7 @@ export function connectionFromRow(r: Record<string, unknown>): Partial<Connectio
     transport: r.transport as string,
     callbackNonce: r.callback_nonce as string,
     callbackTokenDigest: r.callback_token_digest as Buffer,
+    proxyUrlSealed: (r.proxy_url_sealed as string | null | undefined) ?? null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     deletedAt: r.deleted_at as Date | null,

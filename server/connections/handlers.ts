@@ -44,6 +44,11 @@ export function connectionsRouter(ctx: AppContext) {
       if (grant.method === "code") return { status: 200, body: { ...common, method: "code" as const, code: grant.code } };
       return { status: 200, body: { ...common, method: "qr" as const, payload: grant.payload, qr_svg: grant.qrSvg } };
     },
+    settings: async ({ params, body, res }) => {
+      // The proxy URL may carry a password: no cache may keep even its masked form.
+      res.setHeader("Cache-Control", "no-store");
+      return { status: 200, body: await connections.updateSettings(principalOf(res), params.connection, body) };
+    },
     suspend: async ({ params, res }) => {
       return { status: 200, body: connectionView(await connections.suspend(principalOf(res), params.connection)) };
     },

@@ -3,12 +3,13 @@
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
-import type { Connection as ConnectionView, CreateConnectionBody, PairBody, PairingMethod } from "../../contract/index.js";
+import type { ConnectionSettings, ConnectionSettingsBody, Connection as ConnectionView, CreateConnectionBody, PairBody, PairingMethod } from "../../contract/index.js";
 import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Config } from "../config.js";
 import { rows } from "../db/rows.js";
 import { isUniqueViolation } from "../db/unique-violation.js";
+import { maskProxyUrl } from "../engines/baileys/proxy.js";
 import { EngineError, type Engine, type EngineConnection, type EngineRegistry } from "../engines/engine.js";
 import { recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
@@ -206,6 +207,14 @@ export class ConnectionService {
     const { default: QRCode } = await import("qrcode");
     const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });
     return { grantId, method: "qr", payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt };
+  }
+
+  /** The connection's proxy: sealed when set, null to fall back to the gateway's default; answered masked. */
+  async updateSettings(principal: Principal, slug: string, body: ConnectionSettingsBody): Promise<ConnectionSettings> {
+    const connection = await this.get(principal, slug);
+    const sealed = body.proxy_url === null ? null : encrypt(this.config.secretKey, body.proxy_url);
+    await this.db.getRepository(Connection).update({ id: connection.id }, { proxyUrlSealed: sealed, updatedAt: new Date() });
+    return { proxy_url: body.proxy_url === null ? null : maskProxyUrl(body.proxy_url) };
   }
 
   async suspend(principal: Principal, slug: string): Promise<Connection> {

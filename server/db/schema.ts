@@ -19,6 +19,7 @@ import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
+import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 
 export const ENTITIES = [
   Plan,
@@ -46,4 +47,5 @@ export const MIGRATIONS = [
   Ai1732250700000,
   AiRuns1732250800000,
   PairingCode1732261000000,
+  ConnectionProxy1732261100000,
 ];

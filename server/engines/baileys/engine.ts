@@ -44,6 +44,8 @@ export interface BaileysOptions {
   relaySpacingMs: number;
   /** BAILEYS_SOCKET_MODULE (never in production): a module whose createSocket replaces the library's. */
   socketModule?: string | undefined;
+  /** BAILEYS_PROXY_URL: the proxy of every connection that sets none of its own. */
+  defaultProxyUrl?: string | undefined;
 }
 
 export class BaileysEngine implements Engine {
@@ -72,6 +74,7 @@ export class BaileysEngine implements Engine {
       leases: this.leases,
       factory: (socketOptions) => this.socketFactory()(socketOptions),
       mediaPolicy: options.mediaPolicy,
+      proxyUrlOf: (id) => this.proxyUrlOf(id),
       report: (id, events) => this.report(id, events),
       forget: (session) => this.forget(session),
       count: (metric, label) => {
@@ -80,6 +83,12 @@ export class BaileysEngine implements Engine {
         else options.metrics.engineReceipts.inc({ engine: BAILEYS_ENGINE, status: label ?? "unknown" });
       },
     };
+  }
+
+  /** The connection's own proxy (sealed in its row), else the gateway's default; read at every socket open. */
+  private async proxyUrlOf(connectionId: string): Promise<string | undefined> {
+    const [row] = (await this.options.db.query(`SELECT proxy_url_sealed FROM connections WHERE id = $1`, [connectionId])) as { proxy_url_sealed: string | null }[];
+    return row?.proxy_url_sealed ? decrypt(this.options.secretKey, row.proxy_url_sealed) : this.options.defaultProxyUrl;
   }
 
   private socketFactory(): SocketFactory {

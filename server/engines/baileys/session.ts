@@ -36,6 +36,8 @@ export interface SessionHost {
   leases: Leases;
   factory: SocketFactory;
   mediaPolicy: UrlCheckOptions;
+  /** The proxy a connection's socket goes through now (its own, else the default); undefined for none. */
+  proxyUrlOf(connectionId: string): Promise<string | undefined>;
   /** Applies reports through the provider callback code, in order, retrying on failure. */
   report(connectionId: string, events: Report[]): void;
   /** The session ended for good here (logout, pairing given up): drop it and its lease. */
@@ -81,8 +83,10 @@ export class Session {
     if (this.ended) return;
     // Loaded once: a reconnect goes on with the credentials in memory (a write may be in flight).
     this.auth ??= await loadAuthState(this.host.db, this.host.secretKey, this.connectionId);
+    const proxyUrl = await this.host.proxyUrlOf(this.connectionId);
     const socket = await this.host.factory({
       connectionId: this.connectionId,
+      proxyUrl,
       auth: this.auth.state,
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
       logger: this.host.logger,

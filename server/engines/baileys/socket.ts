@@ -6,6 +6,7 @@
 import { pathToFileURL } from "node:url";
 import makeWASocket, { Browsers, makeCacheableSignalKeyStore, type AnyMessageContent, type AuthenticationState, type BaileysEventMap, type MiscMessageGenerationOptions, type WAMessage, type WAMessageKey, type proto } from "@whiskeysockets/baileys";
 import type { Logger } from "../../logger.js";
+import { proxyAgent } from "./proxy.js";
 
 export interface EngineSocket {
   ev: { on<E extends keyof BaileysEventMap>(event: E, listener: (arg: BaileysEventMap[E]) => void): void };
@@ -24,6 +25,10 @@ export interface SocketOptions {
   auth: AuthenticationState;
   getMessage(key: WAMessageKey): Promise<proto.IMessage | undefined>;
   logger: Logger;
+  /** The proxy the socket goes through (the connection's, else BAILEYS_PROXY_URL); none when absent. */
+  proxyUrl?: string | undefined;
+  /** Where the socket connects instead of the network (the tests' loopback stand-in server); never set in production. */
+  webSocketUrl?: string | undefined;
 }
 
 export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<EngineSocket>;
@@ -31,8 +36,11 @@ export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<E
 export const librarySocketFactory: SocketFactory = (options) => {
   // The library logs protocol nodes at debug and below (keys, message content): never let those through.
   const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
+  const agent = options.proxyUrl ? proxyAgent(options.proxyUrl) : undefined;
   return makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
+    ...(agent && { agent, fetchAgent: agent }),
+    ...(options.webSocketUrl && { waWebSocketUrl: options.webSocketUrl }),
     getMessage: options.getMessage,
     logger: logger as never,
     browser: Browsers.ubuntu("svc-gateway"),
