@@ -58,6 +58,12 @@ const Env = z.object({
   BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
   /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
   BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
+  /** Baileys engine: milliseconds between two messages of one connection, `min-max`, each gap drawn between them. */
+  BAILEYS_PACE_MS: z
+    .string()
+    .regex(/^\d{1,6}-\d{1,6}$/, "must be min-max in milliseconds, e.g. 2000-5000")
+    .refine((v) => Number(v.split("-")[0]) <= Number(v.split("-")[1]), "min must not exceed max")
+    .default("2000-5000"),
   /** Baileys engine: the proxy every connection's socket goes through unless it sets its own (socks5://, http://). */
   BAILEYS_PROXY_URL: ProxyUrl.optional(),
 });
@@ -97,7 +103,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined; proxyUrl: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; proxyUrl: string | undefined; pace: { minMs: number; maxMs: number } };
 }
 
 export class ConfigError extends Error {}
@@ -158,7 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, proxyUrl: e.BAILEYS_PROXY_URL },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, proxyUrl: e.BAILEYS_PROXY_URL, pace: { minMs: Number(e.BAILEYS_PACE_MS.split("-")[0]), maxMs: Number(e.BAILEYS_PACE_MS.split("-")[1]) } },
   };
 }
 

@@ -87,6 +87,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         relaySpacingMs: 1000 / config.dispatch.ratePerConnection,
         socketModule: config.baileys.socketModule,
         defaultProxyUrl: config.baileys.proxyUrl,
+        pace: config.baileys.pace,
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked

@@ -195,6 +195,21 @@ describe("Baileys engine (stand-in socket)", function () {
       expect(failed.error!.code).to.equal("network_error");
     });
 
+    it("keeps the network's code of an error ack (463, 479) as the library passes it on", async () => {
+      for (const [code, meaning] of [
+        ["463", /account is restricted/],
+        ["479", /invalid/],
+        ["999", /error 999\.$/],
+      ] as const) {
+        const m = await sendAndWait({ to: uniquePhone("+1559"), body: `refused ${code}` });
+        // The library's shape (messages-recv.js, an ack with an error attribute).
+        socket.emit("messages.update", [{ key: { remoteJid: "x@s.whatsapp.net", fromMe: true, id: m.provider_message_id }, update: { status: 0, messageStubParameters: [code] } }]);
+        const failed = await waitFor(() => expectOk(client.messages.get({ params: { id: m.id } })), (x) => x.status === "failed");
+        expect(failed.error!.code).to.equal(`network_${code}`);
+        expect(failed.error!.message).to.match(meaning);
+      }
+    });
+
     it("does not write a message twice when its hand-off is repeated", async () => {
       const m = await sendAndWait({ to: uniquePhone("+1559"), body: "once" });
       const engine = baileysEngine();

@@ -20,6 +20,7 @@ import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
+import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
 
 export const ENTITIES = [
   Plan,
@@ -48,4 +49,5 @@ export const MIGRATIONS = [
   AiRuns1732250800000,
   PairingCode1732261000000,
   ConnectionProxy1732261100000,
+  DispatchPace1732261200000,
 ];

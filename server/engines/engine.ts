@@ -42,9 +42,21 @@ export interface NumberCheck {
 /** How the phone will link: scan a QR code, or type a code shown for its number (E.164). */
 export type PairingRequest = { method: "qr" } | { method: "code"; phone: string };
 
+/** Milliseconds between two messages of one connection: each gap is drawn in [minMs, maxMs]. */
+export interface Pace {
+  minMs: number;
+  maxMs: number;
+}
+
 export interface Engine {
   /** The `providerName` in callback URLs, e.g. "sandbox". */
   readonly name: string;
+  /**
+   * Optional: the spacing the engine's network tolerates between two messages of one connection
+   * (a real number is flagged for bursts). The dispatcher never goes faster than this, nor than
+   * DISPATCH_RATE_PER_CONNECTION, summed over every gateway process.
+   */
+  readonly pace?: Pace;
   /**
    * Begin pairing; returns the pairing payload: the QR code's content, or with `method: "code"`
    * the code (`ABCD-EFGH`) the phone of `phone` types to link.

@@ -14,7 +14,7 @@ import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt, randomToken } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage, type PairingRequest } from "../engine.js";
+import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
 import { Relay } from "./relay.js";
@@ -46,10 +46,16 @@ export interface BaileysOptions {
   socketModule?: string | undefined;
   /** BAILEYS_PROXY_URL: the proxy of every connection that sets none of its own. */
   defaultProxyUrl?: string | undefined;
+  /** BAILEYS_PACE_MS: the spacing of one connection's messages (default one every 2-5 s). */
+  pace?: Pace | undefined;
 }
+
+/** One message every 2-5 s per number, with jitter: what peers' users found a number survives. */
+export const BAILEYS_DEFAULT_PACE: Pace = { minMs: 2_000, maxMs: 5_000 };
 
 export class BaileysEngine implements Engine {
   readonly name = BAILEYS_ENGINE;
+  readonly pace: Pace;
   readonly leases: Leases;
   private readonly sessions = new Map<string, Session>();
   private readonly host: SessionHost;
@@ -64,8 +70,12 @@ export class BaileysEngine implements Engine {
   private polling: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: BaileysOptions) {
+    this.pace = options.pace ?? BAILEYS_DEFAULT_PACE;
     this.leases = new Leases(options.db, options.leaseSeconds);
-    this.relay = new Relay(options.db, options.secretKey, options.relaySpacingMs, (id, events) => this.report(id, events), options.logger);
+    // Relayed messages had their slot reserved by the process that handed them off (the dispatcher's
+    // shared pace); the holder writes them no closer together than the pace's floor, so a relay
+    // drained at a lease poll never bursts.
+    this.relay = new Relay(options.db, options.secretKey, Math.max(options.relaySpacingMs, this.pace.minMs), (id, events) => this.report(id, events), options.logger);
     this.host = {
       db: options.db,
       secretKey: options.secretKey,

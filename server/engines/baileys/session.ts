@@ -45,6 +45,18 @@ export interface SessionHost {
   count(metric: "reconnect" | "send" | "receipt", label?: string): void;
 }
 
+/** What the network's error acks mean, by the code the library passes on (its source names them). */
+const NETWORK_ERRORS: Record<string, string> = {
+  "463": "the network refused to start this chat: the account is restricted, or it holds no privacy token for this contact; retrying counts as another attempt and deepens a restriction",
+  "479": "the network rejected the message as invalid (a stale device session or a wrong address)",
+};
+
+/** A failed message's error, keeping the network's own code (`network_463`) where the ack carried one. */
+export function networkError(code: string | undefined): { code: string; message: string } {
+  if (!code || !/^\d{1,6}$/.test(code)) return { code: "network_error", message: "The network reported an error for this message." };
+  return { code: `network_${code}`, message: `The network answered error ${code}${NETWORK_ERRORS[code] ? `: ${NETWORK_ERRORS[code]}` : ""}.` };
+}
+
 /** The library's 8-character code as the phone shows its boxes: ABCD-EFGH. */
 export function formatPairingCode(code: string): string {
   const plain = code.replace(/-/g, "").toUpperCase();
@@ -109,7 +121,9 @@ export class Session {
       await this.auth!.saveCreds();
     });
     on("messages.upsert", (u) => this.onUpsert(u.messages));
-    on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status) }))));
+    on("messages.update", (updates) =>
+      this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status), networkCode: u.update.messageStubParameters?.[0] ?? undefined }))),
+    );
     on("message-receipt.update", (updates) =>
       this.onStatus(updates.map((u) => ({ key: u.key, status: u.receipt.readTimestamp ? ("read" as const) : u.receipt.receiptTimestamp ? ("delivered" as const) : null }))),
     );
@@ -247,7 +261,9 @@ export class Session {
   }
 
   /** Acknowledgements and receipts of our messages. */
-  private async onStatus(updates: { key: { id?: string | null; fromMe?: boolean | null }; status: "sent" | "delivered" | "read" | "failed" | null }[]): Promise<void> {
+  private async onStatus(
+    updates: { key: { id?: string | null; fromMe?: boolean | null }; status: "sent" | "delivered" | "read" | "failed" | null; networkCode?: string | undefined }[],
+  ): Promise<void> {
     const relevant = updates.filter((u) => u.key.fromMe && u.key.id && u.status);
     if (!relevant.length) return;
     const ours = await this.host.store.ourIds(this.connectionId, relevant.map((u) => u.key.id!));
@@ -263,7 +279,7 @@ export class Session {
         message_id: messageId,
         provider_message_id: u.key.id!,
         status: u.status!,
-        ...(u.status === "failed" && { error: { code: "network_error", message: "The network reported an error for this message." } }),
+        ...(u.status === "failed" && { error: networkError(u.networkCode) }),
         timestamp,
       });
     }
