@@ -21,6 +21,7 @@ import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
+import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
 
 export const ENTITIES = [
   Plan,
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   PairingCode1732261000000,
   ConnectionProxy1732261100000,
   DispatchPace1732261200000,
+  NumberChecks1732261300000,
 ];

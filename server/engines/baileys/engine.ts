@@ -17,6 +17,7 @@ import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
+import { NumberCheckCache } from "./number-checks.js";
 import { Relay } from "./relay.js";
 import { Session, type Report, type SessionHost } from "./session.js";
 import { loadSocketFactory, type SocketFactory } from "./socket.js";
@@ -61,6 +62,7 @@ export class BaileysEngine implements Engine {
   private readonly host: SessionHost;
   private readonly relay: Relay;
   private readonly reportChains = new Map<string, Promise<void>>();
+  private readonly numberChecks: NumberCheckCache;
   private factory: SocketFactory | null = null;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -71,6 +73,7 @@ export class BaileysEngine implements Engine {
 
   constructor(private readonly options: BaileysOptions) {
     this.pace = options.pace ?? BAILEYS_DEFAULT_PACE;
+    this.numberChecks = new NumberCheckCache(options.db);
     this.leases = new Leases(options.db, options.leaseSeconds);
     // Relayed messages had their slot reserved by the process that handed them off (the dispatcher's
     // shared pace); the holder writes them no closer together than the pace's floor, so a relay
@@ -229,9 +232,15 @@ export class BaileysEngine implements Engine {
     throw new EngineError("the session is being taken up", false, "session_not_open");
   }
 
+  /** A day's remembered answer from any process; else the network, through this process's socket. */
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
+    const known = await this.numberChecks.get(connection.id, phone);
+    if (known !== null) return { checked: true, onNetwork: known };
     const session = this.sessions.get(connection.id);
-    return session ? session.checkNumber(phone) : { checked: false, onNetwork: null };
+    if (!session) return { checked: false, onNetwork: null };
+    const check = await session.checkNumber(phone);
+    if (check.checked && check.onNetwork !== null) await this.numberChecks.remember(connection.id, phone, check.onNetwork);
+    return check;
   }
 
   /** Deleted: unlink the device if this process holds it (else its holder does so at its next poll). */

@@ -11,6 +11,7 @@ import { EngineError, type NumberCheck, type OutboundMessage } from "../engine.j
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";
 import { fetchMedia } from "./media.js";
+import { CheckThrottle } from "./number-checks.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
 import { isGroupJid, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
@@ -78,6 +79,7 @@ export class Session {
   private timer: NodeJS.Timeout | undefined;
   private qrWaiters: ((qr: string | null) => void)[] = [];
   private latestQr: string | null = null;
+  private readonly checks = new CheckThrottle();
 
   constructor(
     private readonly host: SessionHost,
@@ -311,11 +313,15 @@ export class Session {
     return { spec: media, ...fetched };
   }
 
+  /** Asks the network, in this session's turn (checks are throttled: number-checks.ts). */
   async checkNumber(phone: string): Promise<NumberCheck> {
+    if (!this.socket || !this.open) return { checked: false, onNetwork: null };
+    const started = Date.now();
+    if (!(await this.checks.turn(CHECK_TIMEOUT_MS))) return { checked: false, onNetwork: null };
     const socket = this.socket;
     if (!socket || !this.open) return { checked: false, onNetwork: null };
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), CHECK_TIMEOUT_MS)));
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), Math.max(0, CHECK_TIMEOUT_MS - (Date.now() - started)))));
     try {
       const found = await Promise.race([socket.onWhatsApp(phoneJid(phone)).catch(() => null), timeout]);
       if (!found) return { checked: false, onNetwork: null };
