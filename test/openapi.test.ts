@@ -92,6 +92,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/schedules/preview"],
   // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
   ["get", "/v1/ai/policies"],
+  // issue 19: a connection made on an engine the gateway does not run is moved to one it does
+  ["patch", "/v1/connections/{connection}"],
   // product.md, "The real network, as its users meet it": a proxy per connection
   ["put", "/v1/connections/{connection}/settings"],
 ];

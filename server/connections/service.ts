@@ -3,7 +3,7 @@
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
-import type { ConnectionSettings, ConnectionSettingsBody, Connection as ConnectionView, CreateConnectionBody, PairBody, PairingMethod } from "../../contract/index.js";
+import type { ConnectionSettings, ConnectionSettingsBody, Connection as ConnectionView, CreateConnectionBody, EngineName, PairBody, PairingMethod } from "../../contract/index.js";
 import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Config } from "../config.js";
@@ -215,6 +215,33 @@ export class ConnectionService {
     const sealed = body.proxy_url === null ? null : encrypt(this.config.secretKey, body.proxy_url);
     await this.db.getRepository(Connection).update({ id: connection.id }, { proxyUrlSealed: sealed, updatedAt: new Date() });
     return { proxy_url: body.proxy_url === null ? null : maskProxyUrl(body.proxy_url) };
+  }
+
+  /**
+   * Moves a connection to another engine of this gateway (one created on an engine that is not
+   * configured here can then pair). Only while no device is linked; the old engine's session, if
+   * that engine runs here, is forgotten, and an open pairing grant goes with it.
+   */
+  async move(principal: Principal, slug: string, transport: EngineName): Promise<Connection> {
+    if (!this.engines.get(transport)) {
+      const names = this.engines.names();
+      throw new ApiError("validation_failed", `No engine named ${transport} is configured on this gateway; configured: ${names.join(", ")}.`, {
+        errors: [{ path: "transport", message: `must be one of the engines configured on this gateway: ${names.join(", ")}` }],
+      });
+    }
+    const moved = await this.db.transaction(async (em) => {
+      const connection = await this.get(principal, slug, em, true);
+      if (connection.transport === transport) return null;
+      const updated = await this.transition(em, connection, "move");
+      await em.update(Connection, { id: connection.id }, { transport });
+      await em.delete(PairingGrant, { connectionId: connection.id });
+      return { before: connection, after: { ...updated, transport } };
+    });
+    if (!moved) return this.get(principal, slug);
+    const previous = this.engines.get(moved.before.transport);
+    if (previous) await this.bestEffort("logout", moved.before, (c) => previous.logout(c));
+    this.logger.info({ connection_id: moved.after.id, from: moved.before.transport, to: transport }, "connection moved to another engine");
+    return moved.after;
   }
 
   async suspend(principal: Principal, slug: string): Promise<Connection> {

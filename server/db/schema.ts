@@ -18,6 +18,7 @@ import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
 import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
+import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
 import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
@@ -48,6 +49,7 @@ export const MIGRATIONS = [
   OAuth1732250600000,
   Ai1732250700000,
   AiRuns1732250800000,
+  TimelineOrder1732250919000,
   PairingCode1732261000000,
   ConnectionProxy1732261100000,
   DispatchPace1732261200000,
