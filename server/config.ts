@@ -57,6 +57,18 @@ const Env = z.object({
   BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
   /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
   BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
+  /** NATS server whose JetStream gets every event (docs/events.md), e.g. nats://127.0.0.1:4222. Unset: no publishing there. */
+  EVENTS_NATS_URL: z.string().min(1).optional(),
+  /** The JetStream stream, created if missing with the subjects `<EVENTS_SUBJECT_PREFIX>.>`. */
+  EVENTS_NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and - (1-64)").default("SVC_EVENTS"),
+  /** RabbitMQ (AMQP 0-9-1) broker that gets every event, e.g. amqp://guest:guest@127.0.0.1:5672. Unset: no publishing there. */
+  EVENTS_AMQP_URL: z.string().min(1).optional(),
+  /** The durable topic exchange events are published to. */
+  EVENTS_AMQP_EXCHANGE: z.string().regex(/^[A-Za-z0-9_.:-]{1,127}$/, "letters, digits, _ . : and - (1-127)").default("svc.events"),
+  /** The first tokens of every subject and routing key: `<prefix>.<workspace id>.<connection slug>.<type>`. */
+  EVENTS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "dot-separated tokens of letters, digits, _ and -").default("svc.events"),
+  /** How long recorded events are kept for GET /v1/events (and the brokers' catch-up), days. */
+  EVENTS_RETENTION_DAYS: z.coerce.number().int().min(3).max(3650).default(30),
 });
 
 export interface Config {
@@ -95,6 +107,17 @@ export interface Config {
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
   baileys: { leaseSeconds: number; socketModule: string | undefined };
+  /** Publishing the event outbox to the operator's brokers, and how long events are kept (docs/events.md). */
+  events: EventsConfig;
+}
+
+export interface EventsConfig {
+  natsUrl: string | undefined;
+  natsStream: string;
+  amqpUrl: string | undefined;
+  amqpExchange: string;
+  subjectPrefix: string;
+  retentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -156,6 +179,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
     baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
+    events: {
+      natsUrl: e.EVENTS_NATS_URL,
+      natsStream: e.EVENTS_NATS_STREAM,
+      amqpUrl: e.EVENTS_AMQP_URL,
+      amqpExchange: e.EVENTS_AMQP_EXCHANGE,
+      subjectPrefix: e.EVENTS_SUBJECT_PREFIX,
+      retentionDays: e.EVENTS_RETENTION_DAYS,
+    },
   };
 }
 
