@@ -4,6 +4,7 @@ import { initContract, isAppRoute, type AppRoute, type AppRouter } from "@ts-res
 import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
+import { events } from "./events.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -16,7 +17,7 @@ import { workspace } from "./workspace.js";
 const c = initContract();
 
 export const contract = c.router(
-  { messages, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops },
+  { messages, connections, schedules, webhooks, events, ai, workspace, team, auth, oauth, mcp, ops },
   { strictStatusCodes: true },
 );
 export type Contract = typeof contract;
@@ -31,6 +32,7 @@ export * from "./messages.js";
 export * from "./connections.js";
 export * from "./schedules.js";
 export * from "./webhooks.js";
+export * from "./events.js";
 export * from "./ai.js";
 export * from "./workspace.js";
 export * from "./team.js";

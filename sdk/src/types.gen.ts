@@ -41,6 +41,8 @@ export type DailyRecurrence = { type: "daily"; hour: number; minute: number; };
 export type Direction = "inbound" | "outbound";
 export type Environment = "live" | "test";
 export type ErrorInfo = { code: string; message: string; };
+export type Event = { type: string; id: string; created_at: string; data: { [x: string]: unknown; }; connection: string | null; };
+export type EventPage = { data: { type: string; id: string; created_at: string; data: { [x: string]: unknown; }; connection: string | null; }[]; next_cursor: string | null; };
 export type ExportMessagesQuery = { status?: string | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; days?: number | undefined; };
 export type GrantParams = { connection: string; grantId: string; };
 export type IdParams = { id: string; };
@@ -51,6 +53,7 @@ export type InviteMemberBody = { role: "owner" | "admin" | "developer" | "viewer
 export type IssuableScope = "messages:read" | "messages:write" | "connections:read" | "connections:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "ai:read" | "ai:write" | "mcp:read" | "mcp:write";
 export type IssueApiKeyBody = { name: string; scopes: ("messages:read" | "messages:write" | "connections:read" | "connections:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "ai:read" | "ai:write" | "mcp:read" | "mcp:write")[]; environment?: "live" | "test" | undefined; };
 export type ListAiRunsQuery = { connection?: string | undefined; limit?: number | undefined; cursor?: string | undefined; };
+export type ListEventsQuery = { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; };
 export type ListMessagesQuery = { status?: "scheduled" | "accepted" | "queued" | "submitting" | "submitted" | "sent" | "delivered" | "read" | "failed" | "canceled" | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; limit?: number | undefined; cursor?: string | undefined; };
 export type ListSchedulesQuery = { status?: "canceled" | "active" | "paused" | "completed" | undefined; };
 export type ListWebhookDeliveriesQuery = { status?: "failed" | "canceled" | "pending" | "succeeded" | undefined; limit?: number | undefined; cursor?: string | undefined; };
@@ -186,6 +189,10 @@ export interface SvcClient {
     listDeliveries: (args: { params: { id: string; }; query?: { status?: "failed" | "canceled" | "pending" | "succeeded" | undefined; limit?: number | undefined; cursor?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: WebhookDeliveryPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/webhook-endpoints/:id/deliveries/:deliveryId/resend: Re-send a delivery (extension) */
     resendDelivery: (args: { params: { id: string; deliveryId: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 202; body: WebhookDelivery; headers: Headers; }>;
+  };
+  events: {
+    /** GET /v1/events: Replay events from a cursor (extension) */
+    list: (args?: { query?: { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: EventPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; }>;
   };
   ai: {
     /** POST /v1/ai/credentials: Store a model-vendor credential */

@@ -13,9 +13,13 @@ export interface LogPosition {
   id: string;
 }
 
-/** SQL condition on `events` (aliased `alias`): after the position in parameters $n, $n+1, and below the horizon. */
-export function afterPosition(n: number, alias = "events"): string {
-  return `(${alias}.tx, ${alias}.id) > ($${n}::bigint, $${n + 1}::text) AND ${alias}.tx < ${LOG_HORIZON}`;
+/**
+ * SQL condition on `events` (aliased `alias`): after the position in parameters $n, $n+1, and
+ * (`settled`) below the horizon. The horizon is the server's: a write transaction running in any
+ * database of the PostgreSQL server holds it back, so readers wait for it (docs/events.md).
+ */
+export function afterPosition(n: number, alias = "events", settled = true): string {
+  return `(${alias}.tx, ${alias}.id) > ($${n}::bigint, $${n + 1}::text)${settled ? ` AND ${alias}.tx < ${LOG_HORIZON}` : ""}`;
 }
 
 /** SQL ordering of the log. */
