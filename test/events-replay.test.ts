@@ -4,11 +4,13 @@
 // stream for a key with webhooks:read, resumed after Last-Event-ID.
 import { expect } from "chai";
 import { eventPages, expectOk, listAllEvents } from "../sdk/src/index.js";
+import { pruneEvents } from "../jobs/events-prune.js";
+import { ConfigError, loadConfig } from "../server/config.js";
 import { rows } from "../server/db/rows.js";
 import { recordEvent } from "../server/events/record.js";
 import type { WebhookEvent } from "../contract/index.js";
 import { testEnv } from "./setup.js";
-import { http, newWorkspace, sdk } from "./support/actors.js";
+import { http, newWorkspace } from "./support/actors.js";
 import { openEventStream } from "./support/sse.js";
 import { waitFor } from "./support/wait.js";
 
@@ -181,5 +183,20 @@ describe("event replay (GET /v1/events) and the stream for keys", function () {
     } finally {
       await stream.close();
     }
+  });
+
+  it("keeps events EVENTS_RETENTION_DAYS (30 by default, at least 3): the prune job removes older ones only", async () => {
+    const ws = await newWorkspace();
+    const { client } = await ws.key(["webhooks:read"]);
+    const [kept, gone, recent] = [await record(ws.id, 0), await record(ws.id, 1), await record(ws.id, 2)];
+    await db().query(`UPDATE events SET created_at = now() - interval '30 days' + interval '1 minute' WHERE id = $1`, [kept]);
+    await db().query(`UPDATE events SET created_at = now() - interval '30 days' - interval '1 minute' WHERE id = $1`, [gone]);
+    await settled(ws.id, 3);
+    expect(await pruneEvents(db(), testEnv().gateway.ctx.config.events.retentionDays)).to.be.at.least(1);
+    const page = await expectOk(client.events.list({ query: {} }));
+    expect(page.data.map((e) => e.id)).to.deep.equal([kept, recent]);
+    expect(testEnv().gateway.ctx.config.events.retentionDays).to.equal(30);
+    for (const days of ["3", "3650"]) expect(loadConfig({ EVENTS_RETENTION_DAYS: days, DATA_DIR: testEnv().dataDir }).events.retentionDays).to.equal(Number(days));
+    for (const days of ["2", "3651"]) expect(() => loadConfig({ EVENTS_RETENTION_DAYS: days, DATA_DIR: testEnv().dataDir }), days).to.throw(ConfigError, /EVENTS_RETENTION_DAYS/);
   });
 });
