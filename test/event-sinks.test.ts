@@ -13,6 +13,10 @@ import { createLogger } from "../server/logger.js";
 import { Metrics } from "../server/ops/metrics.js";
 import type { WebhookEvent } from "../contract/index.js";
 import { testEnv } from "./setup.js";
+import { newWorkspace } from "./support/actors.js";
+import { startChildGateway } from "./support/child-gateway.js";
+import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
+import { expectOk } from "../sdk/src/index.js";
 import { AMQP_URL, NATS_URL, amqpQueue, brokerNames, deleteStream, readStream, streamInfo, type Received } from "./support/brokers.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { waitFor } from "./support/wait.js";
@@ -244,5 +248,61 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     // One holds the lease: no batch went out twice, not even to be dropped as a duplicate.
     const published = (await metricValue(one.metrics, "svc_event_sink_published_total", "nats")) + (await metricValue(two.metrics, "svc_event_sink_published_total", "nats"));
     expect(published).to.equal(500);
+  });
+
+  it("a gateway process started with EVENTS_NATS_URL and EVENTS_AMQP_URL publishes a sandbox send's and reply's every event, in order, across a broker restart", async function () {
+    const names = brokerNames();
+    cleanups.push(() => deleteStream(names.natsStream));
+    const queue = await amqpQueue(names.amqpExchange);
+    cleanups.push(() => queue.close());
+    const natsProxy = await TcpProxy.inFrontOf("http://127.0.0.1:4222");
+    const amqpProxy = await TcpProxy.inFrontOf("http://127.0.0.1:5672");
+    cleanups.push(async () => {
+      await natsProxy.cut();
+      await amqpProxy.cut();
+    });
+    // The process that publishes: configured as an operator configures one. This one sends nothing.
+    const child = await startChildGateway({
+      EVENTS_NATS_URL: `nats://127.0.0.1:${natsProxy.port}`,
+      EVENTS_NATS_STREAM: names.natsStream,
+      EVENTS_AMQP_URL: `amqp://guest:guest@127.0.0.1:${amqpProxy.port}`,
+      EVENTS_AMQP_EXCHANGE: names.amqpExchange,
+      EVENTS_SUBJECT_PREFIX: names.subjectPrefix,
+      DISPATCHER: "off",
+    });
+    cleanups.push(async () => void (await child.terminate()));
+    const ws = await newWorkspace();
+    const { client } = await ws.key(["messages:write", "connections:write", "connections:read"]);
+    const phone = uniquePhone();
+    await pairConnection(client, "desk", phone);
+    const contacts = Array.from({ length: 6 }, () => uniquePhone());
+    for (const [i, to] of contacts.entries()) {
+      if (i === 3) {
+        // The brokers go away mid-conversation and come back.
+        await natsProxy.cut();
+        await amqpProxy.cut();
+      }
+      await expectOk(client.messages.send({ body: { connection: "desk", to, body: `hello ${i}` } }));
+      const reply = await sandbox("POST", "/inbound", { to: phone, from: to, body: `reply ${i}` });
+      expect(reply.status, JSON.stringify(reply.json)).to.be.oneOf([200, 202]);
+      if (i === 4) {
+        await natsProxy.restore();
+        await amqpProxy.restore();
+      }
+    }
+    const settledEvents = async () => {
+      const log = await logOrder(ws.id);
+      const types = await rows<{ type: string }>(db(), `SELECT type FROM events WHERE workspace_id = $1`, [ws.id]);
+      return { log, delivered: types.filter((t) => t.type === "message.delivered").length, received: types.filter((t) => t.type === "message.received").length };
+    };
+    const { log } = await waitFor(settledEvents, (e) => e.delivered === 6 && e.received === 6, 30_000, 200);
+    const ids = new Set(log.map((e) => e.id));
+    const nats = await waitFor(() => readStream(names.natsStream), (list) => list.filter((m) => ids.has(m.id)).length >= ids.size, 60_000, 250);
+    const amqp = await waitFor(async () => queue.messages, (list) => new Set(list.filter((m) => ids.has(m.id)).map((m) => m.id)).size >= ids.size, 60_000, 250);
+    const expected = perConnection(log);
+    expect(perConnection(nats.filter((m) => ids.has(m.id)).map((m) => ({ id: m.id, slug: slugOf(m) })))).to.deep.equal(expected);
+    expect(perConnection(amqp.filter((m) => ids.has(m.id)).map((m) => ({ id: m.id, slug: slugOf(m) })))).to.deep.equal(expected);
+    expect(nats.filter((m) => ids.has(m.id))).to.have.length(ids.size);
+    expect(new Set(nats.map((m) => m.payload.type))).to.include.members(["message.queued", "message.sent", "message.delivered", "message.received"]);
   });
 });
