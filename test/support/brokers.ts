@@ -70,7 +70,7 @@ export async function amqpQueue(exchange: string) {
   await channel.assertExchange(exchange, "topic", { durable: true });
   const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
   await channel.bindQueue(queue, exchange, "#");
-  const messages: (Received & { persistent: boolean; contentType: string | undefined })[] = [];
+  const messages: (Received & { persistent: boolean; contentType: string | undefined; receivedAt: number })[] = [];
   await channel.consume(
     queue,
     (m) => {
@@ -81,6 +81,7 @@ export async function amqpQueue(exchange: string) {
         payload: JSON.parse(m.content.toString("utf8")) as Record<string, unknown>,
         persistent: m.properties.deliveryMode === 2,
         contentType: m.properties.contentType as string | undefined,
+        receivedAt: Date.now(),
       });
     },
     { noAck: true },
