@@ -99,6 +99,21 @@ async function metricValue(metrics: Metrics, name: string, sink: string): Promis
   return m ? Number(m[1]) : NaN;
 }
 
+/** This test's names, a queue on its exchange, and a TCP proxy in front of each broker that the test cuts and restores. */
+async function behindProxies() {
+  const names = brokerNames();
+  cleanups.push(() => deleteStream(names.natsStream));
+  const queue = await amqpQueue(names.amqpExchange);
+  cleanups.push(() => queue.close());
+  const natsProxy = await TcpProxy.inFrontOf(NATS_URL.replace(/^nats:/, "http:"));
+  const amqpProxy = await TcpProxy.inFrontOf(AMQP_URL.replace(/^amqp:/, "http:"));
+  cleanups.push(async () => {
+    await natsProxy.cut();
+    await amqpProxy.cut();
+  });
+  return { names, queue, natsProxy, amqpProxy };
+}
+
 describe("event sinks (NATS JetStream, RabbitMQ)", function () {
   this.timeout(90_000);
 
@@ -172,16 +187,7 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
   });
 
   it("loses nothing when both brokers are cut mid-load, and publishes a batch again only under the same ids", async () => {
-    const names = brokerNames();
-    cleanups.push(() => deleteStream(names.natsStream));
-    const queue = await amqpQueue(names.amqpExchange);
-    cleanups.push(() => queue.close());
-    const natsProxy = await TcpProxy.inFrontOf("http://127.0.0.1:4222");
-    const amqpProxy = await TcpProxy.inFrontOf("http://127.0.0.1:5672");
-    cleanups.push(async () => {
-      await natsProxy.cut();
-      await amqpProxy.cut();
-    });
+    const { names, queue, natsProxy, amqpProxy } = await behindProxies();
     const { metrics } = await startSinks(names, { nats: `nats://127.0.0.1:${natsProxy.port}`, amqp: `amqp://guest:guest@127.0.0.1:${amqpProxy.port}` });
     const ws = workspace();
 
@@ -219,7 +225,7 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     cleanups.push(() => deleteStream(names.natsStream));
     const queue = await amqpQueue(names.amqpExchange);
     cleanups.push(() => queue.close());
-    const amqpProxy = await TcpProxy.inFrontOf("http://127.0.0.1:5672");
+    const amqpProxy = await TcpProxy.inFrontOf(AMQP_URL.replace(/^amqp:/, "http:"));
     cleanups.push(() => amqpProxy.cut());
     await amqpProxy.cut();
     const { metrics } = await startSinks(names, { nats: NATS_URL, amqp: `amqp://guest:guest@127.0.0.1:${amqpProxy.port}` });
@@ -251,16 +257,7 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
   });
 
   it("a gateway process started with EVENTS_NATS_URL and EVENTS_AMQP_URL publishes a sandbox send's and reply's every event, in order, across a broker restart", async function () {
-    const names = brokerNames();
-    cleanups.push(() => deleteStream(names.natsStream));
-    const queue = await amqpQueue(names.amqpExchange);
-    cleanups.push(() => queue.close());
-    const natsProxy = await TcpProxy.inFrontOf("http://127.0.0.1:4222");
-    const amqpProxy = await TcpProxy.inFrontOf("http://127.0.0.1:5672");
-    cleanups.push(async () => {
-      await natsProxy.cut();
-      await amqpProxy.cut();
-    });
+    const { names, queue, natsProxy, amqpProxy } = await behindProxies();
     // The process that publishes: configured as an operator configures one. This one sends nothing.
     const child = await startChildGateway({
       EVENTS_NATS_URL: `nats://127.0.0.1:${natsProxy.port}`,

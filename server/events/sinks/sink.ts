@@ -8,9 +8,10 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { DataSource } from "typeorm";
-import { backoffMs, isDatabaseUnavailable } from "../../db/availability.js";
+import { isDatabaseUnavailable, unavailableReason } from "../../db/availability.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
+import { PollingLoop } from "../../polling-loop.js";
 import { LOG_HORIZON, LOG_ORDER, afterPosition } from "../log.js";
 
 /** One event as the brokers get it. */
@@ -56,27 +57,39 @@ const MAX_BACKOFF_MS = 5_000;
 
 export class EventSink {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly loop: PollingLoop;
   private created = false;
 
-  constructor(private readonly options: EventSinkOptions) {}
+  constructor(private readonly options: EventSinkOptions) {
+    const batch = options.batch ?? BATCH;
+    this.loop = new PollingLoop({
+      tick: () => this.tick(),
+      full: (n) => n >= batch,
+      idleMs: options.idleMs ?? IDLE_MS,
+      maxBackoffMs: MAX_BACKOFF_MS,
+      logger: options.logger.child({ sink: options.name }),
+      errorMessage: "event sink",
+      outage: {
+        is: (err) => err instanceof BrokerError || isDatabaseUnavailable(err),
+        reason: (err) => (err instanceof BrokerError ? err.message : unavailableReason(err)),
+        what: "broker or database",
+      },
+      onFailure: (err) => {
+        if (err instanceof BrokerError) options.counters.failed();
+      },
+    });
+  }
 
   get name(): string {
     return this.options.name;
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
+    await this.loop.stop();
     await this.options.publisher.close();
   }
 
@@ -127,45 +140,6 @@ export class EventSink {
     if (moved.length === 0) this.options.logger.warn({ sink: name }, "event sink: lease lost during a batch; another process publishes");
     this.options.counters.published(found.length);
     return found.length;
-  }
-
-  private async run(): Promise<void> {
-    const { logger, name } = this.options;
-    const batch = this.options.batch ?? BATCH;
-    const idleMs = this.options.idleMs ?? IDLE_MS;
-    let failures = 0;
-    while (this.running) {
-      let done = 0;
-      try {
-        done = await this.tick();
-        if (failures > 0) logger.info({ sink: name, failed_turns: failures }, "event sink: publishing again");
-        failures = 0;
-      } catch (err) {
-        if (!this.running) break;
-        failures++;
-        if (err instanceof BrokerError) this.options.counters.failed();
-        // An outage is logged when it starts, not on every turn it lasts.
-        if (failures === 1) {
-          const cause = err instanceof BrokerError ? err.cause : err;
-          if (err instanceof BrokerError || isDatabaseUnavailable(cause)) logger.warn({ sink: name, reason: (cause as Error)?.message }, "event sink: cannot publish; retrying until it can");
-          else logger.error({ sink: name, err: cause }, "event sink failed");
-        }
-      }
-      if (failures > 0) await this.idle(backoffMs(failures, Math.max(idleMs, 100), MAX_BACKOFF_MS));
-      else if (done < batch && this.running) await this.idle(idleMs);
-    }
-  }
-
-  private idle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeUp = done;
-    });
   }
 }
 
