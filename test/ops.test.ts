@@ -27,6 +27,17 @@ describe("operational endpoints", () => {
     for (const forbidden of ["workspace", "workspace_id", "connection", "phone", "number", "session"]) expect(labelNames).to.not.include(forbidden);
   });
 
+  it("answers `curl /` with the API's 404, and a browser asking for HTML with the dashboard", async () => {
+    // curl sends Accept: */*: the root is not an API resource (README, "The dashboard").
+    const curl = await http("GET", "/", { headers: { accept: "*/*" } });
+    expect(curl.status).to.equal(404);
+    expect(curl.headers.get("content-type")).to.match(/^application\/problem\+json/);
+    expect(curl.json.code).to.equal("not_found");
+    const browser = await http("GET", "/", { headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    expect(browser.status).to.equal(200);
+    expect(browser.headers.get("content-type")).to.match(/^text\/html/);
+  });
+
   it("publishes the RFC 9727 API catalog pointing at the OpenAPI document", async () => {
     const res = await http("GET", "/.well-known/api-catalog");
     expect(res.status).to.equal(200);
@@ -102,6 +113,14 @@ describe("configuration and logs", () => {
     expect(loadConfig({ ...dir, AI_DEBOUNCE_MS: "3000" }).ai.debounceMs).to.equal(3_000);
     expect(() => loadConfig({ ...dir, AI_DEBOUNCE_MS: "99" })).to.throw(ConfigError, /AI_DEBOUNCE_MS/);
     expect(() => loadConfig({ ...dir, AI_DEBOUNCE_MS: "3001" })).to.throw(ConfigError, /AI_DEBOUNCE_MS/);
+  });
+
+  it("takes AI_VENDOR_TIMEOUT_S from 1 to 150 s, 30 unset", () => {
+    const dir = { DATA_DIR: testEnv().dataDir };
+    expect(loadConfig(dir).ai.vendorTimeoutMs).to.equal(30_000);
+    expect(loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: "1" }).ai.vendorTimeoutMs).to.equal(1_000);
+    expect(loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: "150" }).ai.vendorTimeoutMs).to.equal(150_000);
+    for (const bad of ["0", "151", "2.5"]) expect(() => loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: bad })).to.throw(ConfigError, /AI_VENDOR_TIMEOUT_S/);
   });
 
   it("redacts credentials from structured logs", () => {
