@@ -14,7 +14,7 @@ import { Metrics } from "../server/ops/metrics.js";
 import type { WebhookEvent } from "../contract/index.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace } from "./support/actors.js";
-import { startChildGateway } from "./support/child-gateway.js";
+import { CHILD_READY_MS, startChildGateway } from "./support/child-gateway.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
 import { expectOk } from "../sdk/src/index.js";
 import { AMQP_URL, NATS_URL, amqpQueue, brokerNames, deleteStream, readStream, streamInfo, type Received } from "./support/brokers.js";
@@ -257,6 +257,8 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
   });
 
   it("a gateway process started with EVENTS_NATS_URL and EVENTS_AMQP_URL publishes a sandbox conversation's events, in order, across a broker restart", async function () {
+    // The sum of its bounded waits: the child's start, the conversation's sends, the events recorded, each broker's arrivals.
+    this.timeout(CHILD_READY_MS + 30_000 + 30_000 + 2 * 60_000);
     const { names, queue, natsProxy, amqpProxy } = await behindProxies();
     // The process that publishes: configured as an operator configures one. This one sends nothing.
     const child = await startChildGateway({
