@@ -27,11 +27,13 @@ const Phone = chars(5, 40);
 /** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
 // When no option comes close (a number, null, an array), zod says only "Invalid input": the
 // union's own message names the accepted shapes instead.
-export const Recipient = z.union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
-  errorMap: (issue, ctx) => ({
-    message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
-  }),
-});
+export const Recipient = z
+  .union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
+    errorMap: (issue, ctx) => ({
+      message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
+    }),
+  })
+  .describe("A phone number, or `lid:<digits>` for a contact the network knows only by LID (as inbound messages report them); or {phone} or {group}");
 export type Recipient = z.infer<typeof Recipient>;
 
 export const MediaKind = z.enum(["image", "video", "audio", "document"]);

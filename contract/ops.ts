@@ -25,6 +25,13 @@ export const ConnectionStateEvent = z
     event_id: EventId,
     state: z.enum(["connected", "disconnected"]),
     phone: Phone.optional().describe("The linked number, when connected"),
+    detail: chars(1, 100)
+      .optional()
+      .describe("Why the connection is not connected, e.g. `replaced_elsewhere`, `client_version_refused`, `passkey_required`"),
+    still_linked: z
+      .boolean()
+      .optional()
+      .describe("With `disconnected`: the device link survives (the engine keeps its session), so resume reopens it without pairing"),
   })
   .strict();
 export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
@@ -41,7 +48,14 @@ const ReportedMessage = z.object({
   timestamp: ZonedDateTime,
 });
 
-export const InboundMessageEvent = z.object({ type: z.literal("message.inbound"), from: Phone }).merge(ReportedMessage).strict();
+export const InboundMessageEvent = z
+  .object({
+    type: z.literal("message.inbound"),
+    from: Phone.describe("The sender's phone number where the network knows it, else `lid:<digits>` (a valid `to` for the reply)"),
+    from_lid: Phone.optional().describe("The sender's LID, `lid:<digits>`, when the network addressed them by one"),
+  })
+  .merge(ReportedMessage)
+  .strict();
 export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
 
 export const MessageStatusEvent = z

@@ -66,6 +66,11 @@ const Env = z.object({
   BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
   /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
   BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
+  /** Pins the client version the Baileys engine presents ("2.3000.1043857760"); unset: fetched at start and on a refusal. */
+  BAILEYS_WA_VERSION: z
+    .string()
+    .regex(/^\d{1,4}\.\d{1,6}\.\d{1,12}$/, "must be major.minor.revision, e.g. 2.3000.1043857760")
+    .optional(),
   /** NATS server whose JetStream gets every event (docs/events.md), e.g. nats://127.0.0.1:4222. Unset: no publishing there. */
   EVENTS_NATS_URL: z.string().min(1).optional(),
   /** The JetStream stream, created if missing with the subjects `<EVENTS_SUBJECT_PREFIX>.>`. */
@@ -116,7 +121,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined };
   /** Publishing the event outbox to the operator's brokers, and how long events are kept (docs/events.md). */
   events: EventsConfig;
 }
@@ -190,7 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION },
     events: {
       natsUrl: e.EVENTS_NATS_URL,
       natsStream: e.EVENTS_NATS_STREAM,

@@ -19,6 +19,7 @@ import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
+import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
 import { EventSinks1732260000000 } from "./migrations/1732260000000-event-sinks.js";
 
 export const ENTITIES = [
@@ -47,5 +48,6 @@ export const MIGRATIONS = [
   Ai1732250700000,
   AiRuns1732250800000,
   TimelineOrder1732250919000,
+  ConnectionDetail1732250920000,
   EventSinks1732260000000,
 ];

@@ -94,7 +94,8 @@ export class ProviderCallbackService {
       // Linked: an open grant's payload is of no further use, and it is a credential.
       await em.delete(PairingGrant, { connectionId: connection.id });
     } else {
-      await moveConnection(em, connection, "unlink", { linked: false });
+      // A device still linked (replaced elsewhere, version refused…) is reopened by resume without pairing.
+      await moveConnection(em, connection, "unlink", { linked: event.still_linked ?? false, ...(event.detail && { detail: event.detail }) });
     }
     return { accepted: true };
   }
