@@ -5,6 +5,7 @@ import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
 import { conversations } from "./conversations.js";
+import { events } from "./events.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -25,6 +26,7 @@ export type Contract = {
   connections: typeof connections;
   schedules: typeof schedules;
   webhooks: typeof webhooks;
+  events: typeof events;
   ai: typeof ai;
   workspace: typeof workspace;
   team: typeof team;
@@ -34,7 +36,7 @@ export type Contract = {
   ops: typeof ops;
 };
 
-export const contract: Contract = { messages, conversations, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops };
+export const contract: Contract = { messages, conversations, connections, schedules, webhooks, events, ai, workspace, team, auth, oauth, mcp, ops };
 
 /** Every route of `router`, with its dotted name (`messages.cancel`). */
 export function routesOf(router: AppRouter, at: string[] = []): { name: string; route: AppRoute }[] {
@@ -47,6 +49,7 @@ export * from "./conversations.js";
 export * from "./connections.js";
 export * from "./schedules.js";
 export * from "./webhooks.js";
+export * from "./events.js";
 export * from "./ai.js";
 export * from "./workspace.js";
 export * from "./team.js";

@@ -86,8 +86,11 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   // issue 15: the dashboard's consent page reads and decides a pending authorization request
   ["get", "/v1/oauth/consent"],
   ["post", "/v1/oauth/consent"],
-  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract)
+  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract);
+  // issue 25: keys with webhooks:read too, resumed after Last-Event-ID
   ["get", "/v1/events/stream"],
+  // issue 25: the event log read back from a cursor (product.md, "Event streams and replay")
+  ["get", "/v1/events"],
   // issue 15: the schedules page previews the next five runs before creating
   ["post", "/v1/schedules/preview"],
   // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one

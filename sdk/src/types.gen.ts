@@ -51,6 +51,8 @@ export type EditedEvent = { type: "message.edited"; from: string; body: string; 
 export type EngineName = "sandbox" | "baileys";
 export type Environment = "live" | "test";
 export type ErrorInfo = { code: string; message: string; };
+export type Event = { type: string; id: string; connection: string | null; created_at: string; data: { [x: string]: unknown; }; };
+export type EventPage = { data: { type: string; id: string; connection: string | null; created_at: string; data: { [x: string]: unknown; }; }[]; next_cursor: string | null; };
 export type ExportMessagesQuery = { status?: string | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; days?: number | undefined; };
 export type GrantParams = { connection: string; grantId: string; };
 export type IdParams = { id: string; };
@@ -62,6 +64,7 @@ export type IssuableScope = "messages:read" | "messages:write" | "connections:re
 export type IssueApiKeyBody = { name: string; scopes: ("messages:read" | "messages:write" | "connections:read" | "connections:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "ai:read" | "ai:write" | "mcp:read" | "mcp:write")[]; environment?: "live" | "test" | undefined; };
 export type ListAiRunsQuery = { connection?: string | undefined; limit?: number | undefined; cursor?: string | undefined; };
 export type ListChatsQuery = { limit?: number | undefined; cursor?: string | undefined; };
+export type ListEventsQuery = { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; };
 export type ListMessagesQuery = { status?: "scheduled" | "accepted" | "queued" | "submitting" | "submitted" | "sent" | "delivered" | "read" | "failed" | "canceled" | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; limit?: number | undefined; cursor?: string | undefined; };
 export type ListSchedulesQuery = { status?: "canceled" | "paused" | "active" | "completed" | undefined; };
 export type ListWebhookDeliveriesQuery = { status?: "failed" | "canceled" | "pending" | "succeeded" | undefined; limit?: number | undefined; cursor?: string | undefined; };
@@ -238,6 +241,10 @@ export interface SvcClient {
     listDeliveries: (args: { params: { id: string; }; query?: { status?: "failed" | "canceled" | "pending" | "succeeded" | undefined; limit?: number | undefined; cursor?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: WebhookDeliveryPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/webhook-endpoints/:id/deliveries/:deliveryId/resend: Re-send a delivery (extension) */
     resendDelivery: (args: { params: { id: string; deliveryId: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 202; body: WebhookDelivery; headers: Headers; }>;
+  };
+  events: {
+    /** GET /v1/events: Replay events from a cursor (extension) */
+    list: (args?: { query?: { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: EventPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; }>;
   };
   ai: {
     /** POST /v1/ai/credentials: Store a model-vendor credential */

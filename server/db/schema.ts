@@ -21,6 +21,7 @@ import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
 import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
 import { Conversations1732251000000 } from "./migrations/1732251000000-conversations.js";
+import { EventSinks1732260000000 } from "./migrations/1732260000000-event-sinks.js";
 import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
@@ -54,6 +55,7 @@ export const MIGRATIONS = [
   TimelineOrder1732250919000,
   ConnectionDetail1732250920000,
   Conversations1732251000000,
+  EventSinks1732260000000,
   PairingCode1732261000000,
   ConnectionProxy1732261100000,
   DispatchPace1732261200000,
