@@ -7,10 +7,10 @@ export const MESSAGE_RELEASE_JOB = "message.release";
 export const MESSAGES_SWEEP_JOB = "messages.sweep-scheduled";
 export const CONNECTION_PURGE_JOB = "connection.purge";
 export const WEBHOOK_RETRY_JOB = "webhook.retry";
-export const WEBHOOK_PRUNE_JOB = "webhooks.prune";
-export const IDEMPOTENCY_PRUNE_JOB = "idempotency.prune";
-export const OAUTH_PRUNE_JOB = "oauth.prune";
-export const RATE_LIMIT_PRUNE_JOB = "rate-limits.prune";
+/** Hourly: every table that only grows, kept bounded (jobs/prune.ts). */
+export const PRUNE_JOB = "tables.prune";
+/** Recurring jobs of earlier versions, removed from the backend at start. */
+export const RETIRED_JOBS = ["webhooks.prune", "idempotency.prune", "oauth.prune", "rate-limits.prune"];
 /** An AI run of one (connection, contact), at its debounce row's due time (server/ai/runs.ts). */
 export const AI_RUN_JOB = "ai.run";
 /** Finds debounce rows whose job was lost and runs whose process died. */

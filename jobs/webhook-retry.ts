@@ -1,4 +1,4 @@
-// Webhook retries (product.md): after a failed attempt the delivery row records its next attempt
+// Webhook retries (docs/webhooks.md): after a failed attempt the delivery row records its next attempt
 // time and a `webhook.retry` job is scheduled for that moment. The job only names the delivery;
 // the row decides: a delivery that succeeded, was resent or was canceled meanwhile, or that the
 // worker loop already took, is left alone. Agenda delivers at least once and the claim makes a

@@ -1,13 +1,14 @@
-// AI runs end to end (product.md "AI assistance"): inbound messages through the sandbox, the real
+// AI runs end to end (docs/ai.md): inbound messages through the sandbox, the real
 // vendor SDKs against loopback vendors (test/support/vendors.ts), replies back through the sandbox,
 // drafts through a real webhook receiver, every ceiling at its boundary. Both databases.
 //
 // Runs that need settings of their own (a short vendor timeout, an empty outbound allow-list) are
 // worked by a second AiRunner on the test gateway's database, with the gateway's own runner
-// standing aside meanwhile (its jobs bounce a second later until it is started again).
+// standing aside meanwhile: its `ai.run` jobs bounce a second later until it takes part again.
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { aiSweepJob } from "../jobs/ai-run.js";
+import { aiRunJob, aiSweepJob } from "../jobs/ai-run.js";
+import { AI_RUN_JOB } from "../jobs/names.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { AiRunner, buildContext, costMicros, type AiRunnerOptions } from "../server/ai/runs.js";
 import { vendorRequestBody, type VendorRequest } from "../server/ai/vendor.js";
@@ -27,6 +28,24 @@ import { Receiver } from "./support/webhook-receiver.js";
 const db = () => testEnv().gateway.ctx.db;
 const sha256 = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
 const gatewayRunner = () => testEnv().gateway.ctx.services.aiRuns;
+
+/** While true, the test gateway's `ai.run` jobs are put off by a second each time they fall due. */
+let gatewayAside = false;
+/** The test gateway's `ai.run` job, redefined to stand aside while `gatewayAside` is true. */
+function gateGatewayJobs(): void {
+  const ctx = testEnv().gateway.ctx;
+  const job = aiRunJob(ctx);
+  ctx.jobs.define({
+    ...job,
+    async run(data) {
+      if (gatewayAside) await ctx.jobs.agenda.schedule(new Date(Date.now() + 1_000), AI_RUN_JOB, data);
+      else await job.run(data);
+    },
+  });
+}
+const standAside = (aside: boolean) => {
+  gatewayAside = aside;
+};
 
 /** The message id the gateway gave an inbound message, by the sandbox's provider id. */
 async function inboundId(t: AiConnection, providerId: string): Promise<string> {
@@ -67,6 +86,7 @@ describe("AI runs", function () {
   let one: VendorServer;
   let two: VendorServer;
   before(async () => {
+    gateGatewayJobs();
     one = await startVendorOne();
     two = await startVendorTwo();
   });
@@ -74,7 +94,7 @@ describe("AI runs", function () {
     await one.close();
     await two.close();
   });
-  afterEach(() => gatewayRunner().start());
+  afterEach(() => standAside(false));
 
   describe("auto and draft modes", () => {
     for (const provider of ["vendorone_compatible", "vendortwo"] as const) {
@@ -262,7 +282,7 @@ describe("AI runs", function () {
       const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "once", delayMs: 200 }));
-      gatewayRunner().stop();
+      standAside(true);
       const before = one.requests.length;
       await t.inbound(contact, "who takes this?");
       await waitDue(t, contact);
@@ -279,7 +299,7 @@ describe("AI runs", function () {
       // This test's processes work the runs; the test gateway's runner stands aside. (Its job
       // runner keeps going while the first child lives: a child killed while holding recurring
       // jobs would keep them locked from the test gateway for their lock's lifetime.)
-      gatewayRunner().stop();
+      standAside(true);
       const first = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
       try {
         await sandbox("POST", "/inbound", { to: t.linked, from: contact, body: "before the crash" }, first.url);
@@ -310,7 +330,7 @@ describe("AI runs", function () {
     it("resumes a run whose holder died: pending runs from the start, calling is recorded (or finished as replied when its reply exists)", async () => {
       const t = await aiConnection(one, "vendorone_compatible", { input_cost_micros_per_million: 1_000_000 });
       const contact = uniquePhone("+1551");
-      gatewayRunner().stop();
+      standAside(true);
       const providerId = await t.inbound(contact, "cut off mid-run");
       const message = await inboundId(t, providerId);
       // The claim happened, then the process died: a pending run with a lease that has passed.
@@ -338,7 +358,7 @@ describe("AI runs", function () {
       );
 
       const before = one.requests.length;
-      gatewayRunner().start();
+      standAside(false);
       await gatewayRunner().runDue(t.connectionId, contact);
       const byId = new Map((await t.runs()).map((r) => [r.id, r]));
       expect(byId.get(pending)).to.include({ outcome: "replied", message_id: message });
@@ -556,7 +576,7 @@ describe("AI runs", function () {
         const t = await aiConnection(two, "vendortwo");
         const contact = uniquePhone("+1551");
         two.reply(() => script);
-        gatewayRunner().stop();
+        standAside(true);
         const before = two.requests.length;
         await t.inbound(contact, "are you there?");
         await runWith({ vendorTimeoutMs: 300 }, t, contact);
@@ -584,7 +604,7 @@ describe("AI runs", function () {
     it("refuses a private base_url at call time unless OUTBOUND_ALLOW_PRIVATE opens it", async () => {
       const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
-      gatewayRunner().stop();
+      standAside(true);
       const before = one.requests.length;
       await t.inbound(contact, "private?");
       await runWith({ allowPrivate: EMPTY_ALLOW_LIST }, t, contact);
@@ -592,7 +612,7 @@ describe("AI runs", function () {
       expect(run).to.include({ outcome: "vendor_error", error: "vendor_address_refused", prompt_sha256: null, cost_micros: 0, latency_ms: null });
       expect(one.requests.length).to.equal(before);
       // The gateway's own runner has 127.0.0.0/8 allowed: the next message is answered.
-      gatewayRunner().start();
+      standAside(false);
       await t.inbound(contact, "and now?");
       expect((await t.waitRuns(2))[0]!.outcome).to.equal("replied");
       expect(one.requests.length - before).to.equal(1);

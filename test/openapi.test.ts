@@ -80,17 +80,17 @@ const SPEC_OPERATIONS: [string, string][] = [
 const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/webhook-endpoints/{id}/deliveries"],
   ["post", "/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resend"],
-  // issue 13: the dashboard lists and revokes the assistants a member authorized (product.md)
+  // The dashboard lists and revokes the assistants a member authorized (docs/mcp.md)
   ["get", "/v1/oauth/authorizations"],
   ["delete", "/v1/oauth/authorizations/{id}"],
-  // issue 15: the dashboard's consent page reads and decides a pending authorization request
+  // The dashboard's consent page reads and decides a pending authorization request
   ["get", "/v1/oauth/consent"],
   ["post", "/v1/oauth/consent"],
-  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract)
+  // The dashboard's live event monitor (server-sent events, outside the ts-rest contract)
   ["get", "/v1/events/stream"],
-  // issue 15: the schedules page previews the next five runs before creating
+  // The schedules page previews the next five runs before creating
   ["post", "/v1/schedules/preview"],
-  // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
+  // The AI policies section reads every policy at once instead of a 404 per connection without one
   ["get", "/v1/ai/policies"],
 ];
 

@@ -1,4 +1,4 @@
-// AI runs (product.md "AI assistance"): what happens after an inbound message started one.
+// AI runs (docs/ai.md): what happens after an inbound message started one.
 //
 // The trigger (server/messages/store/reports.ts) leaves a debounce row per (connection, contact),
 // due 3 s after the contact's last message. An `ai.run` job (jobs/ai-run.ts) then:
@@ -91,7 +91,7 @@ export interface ConversationMessage {
 }
 
 /**
- * The context (product.md): newest first, packed into `maxBytes` UTF-8 bytes together with the
+ * The context (docs/ai.md): newest first, packed into `maxBytes` UTF-8 bytes together with the
  * system instruction, returned oldest first. Inbound → user, outbound → assistant; restricted
  * outbound messages never included, sensitive ones as `[redacted]`; a message without text as a
  * placeholder. Packing stops at the first message that does not fit (the context stays a
@@ -179,8 +179,6 @@ type Finish = {
 const RUN_COLUMNS = `id, workspace_id, connection_id, message_id, contact, state, cost_micros`;
 
 export class AiRunner {
-  private stopped = false;
-
   constructor(
     private readonly db: DataSource,
     private readonly sender: MessageSender,
@@ -188,24 +186,11 @@ export class AiRunner {
     private readonly options: AiRunnerOptions,
   ) {}
 
-  /** While stopped, this process leaves runs to the others (a job bounces back a second later). */
-  stop(): void {
-    this.stopped = true;
-  }
-
-  start(): void {
-    this.stopped = false;
-  }
-
   /**
    * The `ai.run` job of a (connection, contact): claims the due debounce row, if any, into a run,
    * then works on every unfinished run of the pair that no live process holds.
    */
   async runDue(connectionId: string, contact: string): Promise<void> {
-    if (this.stopped) {
-      await this.options.schedule(connectionId, contact, new Date(Date.now() + 1_000));
-      return;
-    }
     const claimed = await this.claim(connectionId, contact);
     if (claimed) await this.work(claimed);
     else {

@@ -20,7 +20,7 @@ import { callbackToken, callbackTokenDigest, callbackUrl, newCallbackNonce } fro
 import { Connection, PairingGrant } from "./entities.js";
 import { allowedFrom, eventForChange, nextState, type ConnectionAction } from "./states.js";
 
-/** Pairing grants live 60 seconds (product.md). */
+/** Pairing grants live 60 seconds (docs/engines.md). */
 export const PAIRING_GRANT_TTL_MS = 60_000;
 /** The Agenda job that removes a deleted connection's data (jobs/purge-connection.ts). */
 /** Engine calls made on the user's behalf but not essential to the answer wait at most this long. */

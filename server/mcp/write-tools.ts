@@ -1,6 +1,6 @@
 // The mutating tools. Each previews until called again with `confirm: true`, then calls the same
 // service as its REST route. A confirmed send_message carries an Idempotency-Key derived from its
-// arguments, so an assistant that repeats the call sends once (product.md, Tool endpoint).
+// arguments, so an assistant that repeats the call sends once (docs/mcp.md).
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { SendMessageBody } from "../../contract/messages.js";

@@ -1,4 +1,4 @@
-// Reports from the engines (spec 4.10, 6.7): POST /v1/provider/{providerName}/{token}. The token
+// Reports from the engines (docs/engines.md, "The callback wire format"): POST /v1/provider/{providerName}/{token}. The token
 // is the connection's only credential here. Each report is applied in one transaction together
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
 // report that failed half-way leaves no dedupe row and is applied in full when retried.

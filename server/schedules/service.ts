@@ -1,4 +1,4 @@
-// Schedules: creation with every rule of spec 2.3, reads, and the lifecycle of spec 3.3 as a table
+// Schedules: creation with every rule of docs/schedules.md, reads, and the lifecycle as a table
 // of allowed moves. Firing lives in firing.ts; the recurrence maths in recurrence.ts. Every write
 // of a schedule's state happens under its row lock, so a pause, a resume or a cancel and a
 // concurrent fire are serialized (the fire claims with SKIP LOCKED and simply moves on).

@@ -1,6 +1,6 @@
-// Webhook endpoints (spec 2.4, 4.4, 5.11) and their delivery log (an extension beyond the spec).
+// Webhook endpoints (docs/webhooks.md) and their delivery log (an extension beyond the spec).
 // Who may manage them: an API key holding the route's scope (checked by the authentication
-// middleware), or a session whose role may manage webhook endpoints (product.md, Roles; checked
+// middleware), or a session whose role may manage webhook endpoints (docs/webhooks.md; checked
 // here). Every create, delete and resend is audited in the transaction that makes it.
 import type { DataSource, EntityManager } from "typeorm";
 import {

@@ -1,5 +1,5 @@
 // The sandbox engine: a simulated network behind the same engine interface as a real one, so that
-// everything works and is testable with no phone (product.md, "The sandbox engine"). Its state is
+// everything works and is testable with no phone (docs/engines.md, "The sandbox engine"). Its state is
 // in its own tables; its reports reach the gateway over HTTP at the connection's callback URL, so
 // the callback path under test is always the real one. The control API (control.ts) plays the
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
