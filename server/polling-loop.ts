@@ -4,7 +4,8 @@
 // turn, unless `wake()` ends the wait early (this process just made work). A full batch is
 // followed at once by the next, since more is likely waiting. Failed turns back off (doubling up
 // to MAX_BACKOFF_MS) so that an outage is not hammered, and the loop resumes by itself after it.
-import { backoffMs, isDatabaseUnavailable, unavailableReason } from "./db/availability.js";
+import { backoffMs } from "./backoff.js";
+import { isDatabaseUnavailable, unavailableReason } from "./db/availability.js";
 import type { Logger } from "./logger.js";
 
 /** Longest wait between failed turns: the loop is back within this long after the database is. */

@@ -12,7 +12,7 @@
 // invalidation is not stored (the generation check). Only keys that resolved are cached; an
 // unknown key always reaches the database. Not used on the embedded database (no LISTEN there).
 import pg from "pg";
-import { backoffMs } from "../db/availability.js";
+import { backoffMs } from "../backoff.js";
 import type { ApiKeyPrincipal } from "../http/principal.js";
 import type { Logger } from "../logger.js";
 

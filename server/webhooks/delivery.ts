@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { signWebhookPayload } from "../../sdk/src/webhooks.js";
+import { jittered } from "../backoff.js";
 import { retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
@@ -26,7 +27,7 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
 /**
- * The retry schedule (product.md): the delay before retry n after n failed attempts. One attempt
+ * The retry schedule (docs/webhooks.md, "Retries"): the delay before retry n after n failed attempts. One attempt
  * plus eight retries spread over about 45 hours; when they are spent the delivery is `failed`.
  * A receiver that is down for an hour gets its events with the retry at about 2 h 36 min.
  */
@@ -44,14 +45,49 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
 /** Every delay is scaled by a random factor in [1 - RETRY_JITTER, 1 + RETRY_JITTER], so a burst of failures does not retry in lockstep. */
 export const RETRY_JITTER = 0.2;
 
+/** A receiver's Retry-After is honoured up to this long (the schedule's longest step). */
+export const RETRY_AFTER_MAX_MS = 24 * HOUR;
+
 /** A retry whose Agenda job is this late is taken by the worker loop instead. */
 export const RETRY_RESCUE_MS = 60 * SECOND;
 
-/** Delay before the retry that follows `failures` failed attempts; undefined when the schedule is spent. */
-export function retryDelayMs(failures: number, schedule: readonly number[] = RETRY_SCHEDULE_MS, random: () => number = Math.random): number | undefined {
+/** How the last attempt failed, as far as the next delay depends on it. */
+export interface FailedAttempt {
+  statusCode: number | null;
+  errorCode: string;
+  /** The response's Retry-After header, if any. */
+  retryAfter?: string | undefined;
+}
+
+export interface RetryDelayOptions {
+  failure?: FailedAttempt;
+  schedule?: readonly number[];
+  random?: () => number;
+  nowMs?: number;
+}
+
+/**
+ * Delay before the retry that follows `failures` failed attempts; undefined when the schedule is
+ * spent. A receiver that is overwhelmed (429) or too slow to answer (a timeout) waits twice the
+ * step; a 429 or 503 with Retry-After is not retried before it (up to RETRY_AFTER_MAX_MS), nor
+ * before the step's own delay. None of these spends a retry.
+ */
+export function retryDelayMs(failures: number, { failure, schedule = RETRY_SCHEDULE_MS, random = Math.random, nowMs = Date.now() }: RetryDelayOptions = {}): number | undefined {
   const base = schedule[failures - 1];
   if (base === undefined || failures < 1) return undefined;
-  return Math.round(base * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random()));
+  const pressed = failure?.statusCode === 429 || failure?.errorCode === "timeout";
+  const delay = jittered(pressed ? 2 * base : base, { jitter: RETRY_JITTER, random });
+  const honoured = failure?.statusCode === 429 || failure?.statusCode === 503;
+  const asked = honoured && failure.retryAfter !== undefined ? retryAfterMs(failure.retryAfter, nowMs) : undefined;
+  return asked === undefined ? delay : Math.max(delay, Math.min(asked, RETRY_AFTER_MAX_MS));
+}
+
+/** A Retry-After value (delay-seconds or an HTTP-date, RFC 9110 10.2.3) in milliseconds from `nowMs`; undefined when it is neither. */
+export function retryAfterMs(value: string, nowMs: number): number | undefined {
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * SECOND;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 const PAYLOAD_KEYS = ["id", "type", "created_at", "connection", "data"];
@@ -69,7 +105,7 @@ export function payloadBody(payload: Record<string, unknown>): string {
 
 export const USER_AGENT = "svc-gateway-webhooks/1";
 
-/** The headers of product.md; the signature is over `"<t>.<body>"` with t = Svc-Timestamp. */
+/** The headers of docs/webhooks.md; the signature is over `"<t>.<body>"` with t = Svc-Timestamp. */
 export function deliveryHeaders(secret: string, event: { id: string; type: string }, body: string, nowMs = Date.now()): Record<string, string> {
   const t = Math.floor(nowMs / 1000);
   return {
@@ -282,6 +318,7 @@ export class WebhookDeliverer {
     let statusCode: number | null = null;
     let errorCode: string | null = null;
     let error: string | null = null;
+    let retryAfter: string | undefined;
     try {
       const body = payloadBody(c.payload);
       const secret = decrypt(this.options.secretKey, c.secret_sealed);
@@ -292,6 +329,7 @@ export class WebhookDeliverer {
         { headers, body, timeoutMs: this.options.timeoutMs },
       );
       statusCode = result.status;
+      retryAfter = result.retryAfter;
       if (result.status < 200 || result.status > 299) {
         errorCode = "http_status";
         error = result.status >= 300 && result.status < 400 ? `HTTP ${result.status} (redirects are not followed)` : `HTTP ${result.status}`;
@@ -313,7 +351,7 @@ export class WebhookDeliverer {
     let retryStep = c.retry_step;
     if (errorCode !== null) {
       retryStep = c.retry_step + 1;
-      const delay = retryDelayMs(retryStep, this.schedule);
+      const delay = retryDelayMs(retryStep, { failure: { statusCode, errorCode, retryAfter }, schedule: this.schedule });
       if (delay === undefined) status = "failed";
       else {
         status = "pending";

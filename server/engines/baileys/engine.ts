@@ -7,6 +7,7 @@
 // not reachable from inside the host) without adding a check the service does not already make.
 import type { DataSource } from "typeorm";
 import { ProviderCallbackBody } from "../../../contract/index.js";
+import { backoffMs } from "../../backoff.js";
 import { callbackToken } from "../../connections/callback-token.js";
 import { Connection } from "../../connections/entities.js";
 import type { Logger } from "../../logger.js";
@@ -265,7 +266,7 @@ export class BaileysEngine implements Engine {
           this.options.logger.error({ err, connection_id: connectionId, types: events.map((e) => e.type) }, "baileys report dropped after retries");
           return;
         }
-        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+        await new Promise((r) => setTimeout(r, backoffMs(attempt + 1, 250, 8_000, { jitter: 0 })));
       }
     }
   }

@@ -4,6 +4,7 @@
 // and jitter after any close but a logout, and gives up pairing after a bounded number of QRs.
 import { DisconnectReason, type BaileysEventMap, type WAMessage } from "@whiskeysockets/baileys";
 import type { Media, ProviderEvent } from "../../../contract/index.js";
+import { backoffMs } from "../../backoff.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
@@ -44,7 +45,7 @@ export interface SessionHost {
 }
 
 export function reconnectDelay(attempt: number, random = Math.random): number {
-  return Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** attempt) * (0.5 + random());
+  return backoffMs(attempt + 1, RECONNECT_BASE_MS, RECONNECT_MAX_MS, { jitter: 0.5, random });
 }
 
 export class Session {
