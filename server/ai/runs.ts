@@ -26,11 +26,11 @@ import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { rows } from "../db/rows.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
 import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
-import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { PHONE_ORIGIN } from "../messages/store/reports.js";
-import type { Accepted, MessageSender } from "../messages/send.js";
+import { refusalCode, type Accepted, type MessageSender } from "../messages/send.js";
+import { isRefusal } from "../messages/store/send-rules.js";
 import { decrypt } from "../secrets.js";
 import type { AllowList } from "../webhooks/address-policy.js";
 import { callVendor, VendorError, vendorRequestBody, type VendorRequest } from "./vendor.js";
@@ -357,14 +357,12 @@ export class AiRunner {
     }
 
     const send: SendMessageBody = { connection: s.slug, to: run.contact, body: answer.text, metadata: { ai_run_id: run.id } };
-    let accepted: Accepted;
-    try {
-      accepted = await this.sender.send({ workspaceId: run.workspace_id, plan: planFromRow(s) }, send, { idempotencyKey: `ai-reply:${run.message_id}` });
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+    const accepted = await this.sender.send({ workspaceId: run.workspace_id, plan: planFromRow(s) }, send, { idempotencyKey: `ai-reply:${run.message_id}` });
+    if (isRefusal(accepted)) {
       // Refused by the send rules (the connection not connected, the month's messages used up).
-      log.warn({ error: err.code }, "AI run: the reply was refused by the send rules");
-      await this.finish(run, { ...used, outcome: "vendor_error", error: `send_${err.code}` });
+      const code = refusalCode(accepted);
+      log.warn({ error: code }, "AI run: the reply was refused by the send rules");
+      await this.finish(run, { ...used, outcome: "vendor_error", error: `send_${code}` });
       return;
     }
     await this.finish(run, { ...used, replyMessageId: accepted.body.id }, {

@@ -85,12 +85,13 @@ export const writeTools: Tool[] = [
     destructive: false,
     openWorld: true,
     async preview({ ctx, principal }, args) {
-      await ctx.services.sender.check(principal, args);
+      const refused = await ctx.services.sender.check(principal, args);
+      if (refused) throw await ctx.services.sender.problem(principal, refused);
       return previewOf("send_message", args.send_at ? `schedule a message for ${args.send_at}` : "send a message now", sendDetails(args));
     },
     async run(env, args) {
       const { confirm: _c, ...send } = args as SendInput & { confirm?: boolean };
-      const accepted = await env.ctx.services.sender.send(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
+      const accepted = await env.ctx.services.sender.sendOrThrow(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
       await afterAccepted(env.ctx, accepted, env.log);
       const m = messageMeta(accepted.body);
       return { preview: false, tool: "send_message", done: accepted.replayed ? "already sent by an identical call" : "queued", id: m.id, status: m.status, connection: m.connection, to: m.to, send_at: m.send_at, replayed: accepted.replayed };

@@ -12,7 +12,7 @@ export function messagesRouter(ctx: AppContext) {
   return s.router(contract.messages, {
     ...readHandlers(ctx),
     send: async ({ body, headers, res, req }) => {
-      const accepted = await sender.send(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
+      const accepted = await sender.sendOrThrow(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
       if (accepted.replayed) res.setHeader("Idempotent-Replayed", "true");
       await afterAccepted(ctx, accepted, req.log ?? ctx.logger);
       return { status: 202, body: accepted.body };
