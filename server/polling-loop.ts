@@ -27,6 +27,8 @@ export class PollingLoop {
   private isRunning = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** wake() was called while a tick ran: the next turn starts without waiting. */
+  private woken = false;
 
   constructor(private readonly options: PollingLoopOptions) {}
 
@@ -48,15 +50,17 @@ export class PollingLoop {
     await this.loop;
   }
 
-  /** Ends the current idle wait at once; does nothing while a tick runs. */
+  /** Ends the current idle wait at once; called while a tick runs, the next turn follows it at once. */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.woken = true;
   }
 
   private async run(): Promise<void> {
     const { tick, full, logger, errorMessage, idleMs } = this.options;
     let failures = 0;
     while (this.isRunning) {
+      this.woken = false;
       let done = 0;
       try {
         done = await tick();
@@ -71,7 +75,7 @@ export class PollingLoop {
         else if (failures === 1) logger.warn({ reason: unavailableReason(err) }, `${errorMessage}: database unavailable; backing off until it is back`);
       }
       if (failures > 0) await this.idle(Math.max(idleMs, backoffMs(failures, idleMs, MAX_BACKOFF_MS)));
-      else if (!full(done) && this.isRunning) await this.idle(idleMs);
+      else if (!full(done) && !this.woken && this.isRunning) await this.idle(idleMs);
     }
   }
 

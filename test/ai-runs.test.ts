@@ -7,7 +7,7 @@
 // standing aside meanwhile: its `ai.run` jobs bounce a second later until it takes part again.
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { aiRunJob, aiSweepJob } from "../jobs/ai-run.js";
+import { aiRunJob } from "../jobs/ai-run.js";
 import { AI_RUN_JOB } from "../jobs/names.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { AiRunner, buildContext, costMicros, type AiRunnerOptions } from "../server/ai/runs.js";
@@ -20,6 +20,7 @@ import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
 import { jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
+import { queuedJobs } from "./support/jobs.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
 import { sleep, waitFor } from "./support/wait.js";
@@ -62,8 +63,6 @@ function ownRunner(options: Partial<AiRunnerOptions> = {}): AiRunner {
   return new AiRunner(ctx.db, ctx.services.sender, createLogger("silent"), {
     secretKey: ctx.config.secretKey,
     allowPrivate: ctx.config.webhooks.allowPrivate,
-    afterSend: async () => ctx.dispatcher.wake(),
-    schedule: async () => undefined,
     ...options,
   });
 }
@@ -197,8 +196,8 @@ describe("AI runs", function () {
       const second = await t.inbound(contact, "second part");
       const secondId = await inboundId(t, second);
       // The burst's second message pushed the due time and made no job of its own: one job meets the burst.
-      const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
-      expect(jobs!.n).to.equal(1);
+      // The job was written by the statement that stored the first message (in the outbox, or relayed to Agenda already).
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
       const [run] = await t.waitRuns(1);
       await sleep(debounceMs() + 500);
       expect(await t.runs()).to.have.length(1);
@@ -260,22 +259,19 @@ describe("AI runs", function () {
       expect(one.requests.length - before).to.equal(1);
     });
 
-    it("runs a debounce row whose job was lost once the sweep finds it", async () => {
-      const t = await aiConnection(one, "vendorone_compatible", { enabled: false });
+    it("writes the run's job with the debounce row, and a job that comes early writes one for the row's due time", async () => {
+      const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
-      const providerId = await t.inbound(contact, "job lost");
-      const message = await inboundId(t, providerId);
-      await t.setPolicy({ enabled: true });
-      // The row committed with the message, the job never created (the process died in between).
-      await db().query(`INSERT INTO ai_debounce (connection_id, contact, workspace_id, message_id, first_at, due_at) VALUES ($1, $2, $3, $4, now(), now())`, [
-        t.connectionId,
-        contact,
-        t.ws.id,
-        message,
-      ]);
-      await aiSweepJob(testEnv().gateway.ctx).run({});
-      const [run] = await t.waitRuns(1);
-      expect(run).to.include({ message_id: message, outcome: "replied" });
+      standAside(true);
+      await t.inbound(contact, "job with the row");
+      await waitFor(() => db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]) as Promise<unknown[]>, (r) => r.length > 0);
+      // The job is in the outbox or already relayed to Agenda: never neither.
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
+      // Early (the row is not due yet): the job leaves the row alone and queues one for its due time.
+      await db().query(`UPDATE ai_debounce SET due_at = now() + interval '1 hour' WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]);
+      await ownRunner().runDue(t.connectionId, contact);
+      expect(await t.runs()).to.deep.equal([]);
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(2);
     });
 
     it("lets only one of two processes claim a due run", async () => {
@@ -292,7 +288,7 @@ describe("AI runs", function () {
       await waitFor(() => received(contact), (r) => r.length === 1);
     });
 
-    it("keeps a burst across a SIGKILL: exactly one run after the restart, even with its job lost", async () => {
+    it("keeps a burst across a SIGKILL: exactly one run after the restart", async () => {
       const t = await aiConnection(two, "vendortwo");
       const contact = uniquePhone("+1551");
       const before = two.requests.length;
@@ -307,8 +303,6 @@ describe("AI runs", function () {
       } finally {
         await first.kill();
       }
-      // Whatever job was queued for it is gone too: only the debounce row is left.
-      await db().query(`DELETE FROM agenda_jobs WHERE name = 'ai.run'`);
       expect(await t.runs()).to.deep.equal([]);
       await jobsLeftToChildren(async () => {
         const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
@@ -660,19 +654,22 @@ describe("AI runs", function () {
   });
 
   describe("on the Baileys engine", () => {
-    it("creates the run's job with the inbound message (not at the next sweep) and replies through the socket", async () => {
+    it("creates the run's job with the inbound message and replies through the socket", async () => {
       const t = await aiConnection(one, "vendorone_compatible", {}, { engine: "baileys" });
       const socket = await liveSocket(t.connectionId, (s) => s.user !== undefined);
       const contact = uniquePhone("+1551");
       const jid = `${contact.slice(1)}@s.whatsapp.net`;
       one.reply(() => ({ text: "answered over Baileys" }));
+      // The test gateway's runner stands aside while the job is counted (its jobs wait, keeping their outbox key).
+      standAside(true);
       socket.emit("messages.upsert", {
         type: "notify",
         messages: [{ key: { id: `IN${randomBytes(8).toString("hex").toUpperCase()}`, remoteJid: jid, fromMe: false }, message: { conversation: "open today?" }, messageTimestamp: Math.floor(Date.now() / 1000) }],
       });
       await waitFor(() => db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]) as Promise<unknown[]>, (r) => r.length > 0);
-      const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
-      expect(jobs!.n).to.equal(1);
+      // Written by the statement that stored the message: in the outbox, or relayed to Agenda already.
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
+      standAside(false);
       const [run] = await t.waitRuns(1);
       expect(run!.outcome).to.equal("replied");
       const sends = await waitFor(

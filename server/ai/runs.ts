@@ -29,7 +29,8 @@ import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { PHONE_ORIGIN } from "../messages/store/reports.js";
-import { refusalCode, type Accepted, type MessageSender } from "../messages/send.js";
+import { AI_RUN_JOB } from "../../jobs/names.js";
+import { refusalCode, type MessageSender } from "../messages/send.js";
 import { isRefusal } from "../messages/store/send-rules.js";
 import { decrypt } from "../secrets.js";
 import type { AllowList } from "../webhooks/address-policy.js";
@@ -58,10 +59,6 @@ export interface AiRunnerOptions {
   allowPrivate: AllowList;
   /** Per vendor attempt; default the vendor module's (30 s). */
   vendorTimeoutMs?: number;
-  /** Called with an accepted reply (wakes the dispatcher, as the send route does). */
-  afterSend: (accepted: Accepted) => Promise<void>;
-  /** Creates an `ai.run` job for the pair at `at`. */
-  schedule: (connectionId: string, contact: string, at: Date) => Promise<void>;
 }
 
 /** The cost of a run in micros: each side rounded up separately, exactly (prices reach 2^53-1). */
@@ -195,25 +192,13 @@ export class AiRunner {
     if (claimed) await this.work(claimed);
     else {
       // Not due yet (a later message pushed it): make sure a job meets it, whatever clock ran this one early.
-      const [waiting] = await rows<{ due_at: Date }>(this.db, `SELECT due_at FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [connectionId, contact]);
-      if (waiting) await this.options.schedule(connectionId, contact, waiting.due_at);
+      await this.db.query(
+        `INSERT INTO job_outbox (name, data, run_at)
+         SELECT $3, jsonb_build_object('connection_id', connection_id, 'contact', contact), due_at FROM ai_debounce WHERE connection_id = $1 AND contact = $2`,
+        [connectionId, contact, AI_RUN_JOB],
+      );
     }
     for (const run of await this.takeStale(connectionId, contact)) await this.work(run);
-  }
-
-  /**
-   * What a sweep finds: debounce rows (their jobs may have been lost with a process) and runs
-   * whose holder died. Answers the pairs with when to run them.
-   */
-  async sweep(): Promise<{ connectionId: string; contact: string; at: Date }[]> {
-    const found = await rows<{ connection_id: string; contact: string; at: Date }>(
-      this.db,
-      `SELECT connection_id, contact, due_at AS at FROM ai_debounce
-        UNION
-       SELECT DISTINCT connection_id, contact, now() AS at FROM ai_runs WHERE state <> 'done' AND lease_until < now()
-        LIMIT 1000`,
-    );
-    return found.map((r) => ({ connectionId: r.connection_id, contact: r.contact, at: r.at }));
   }
 
   /**
@@ -369,7 +354,6 @@ export class AiRunner {
       type: "ai.reply.sent",
       data: { run_id: run.id, message_id: run.message_id, reply_message_id: accepted.body.id, contact: run.contact },
     });
-    await this.options.afterSend(accepted);
   }
 
   /** The policy, credential, connection and plan a run works with; null when the connection is gone. */

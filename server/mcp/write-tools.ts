@@ -5,7 +5,6 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { SendMessageBody } from "../../contract/messages.js";
 import { canonicalJson } from "../http/idempotency.js";
-import { afterAccepted } from "../messages/accepted.js";
 import { getMessage } from "../messages/reads.js";
 import { CANCELABLE } from "../messages/status.js";
 import { allowedFrom, nextStatus, type ScheduleAction } from "../schedules/service.js";
@@ -92,7 +91,6 @@ export const writeTools: Tool[] = [
     async run(env, args) {
       const { confirm: _c, ...send } = args as SendInput & { confirm?: boolean };
       const accepted = await env.ctx.services.sender.sendOrThrow(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
-      await afterAccepted(env.ctx, accepted, env.log);
       const m = messageMeta(accepted.body);
       return { preview: false, tool: "send_message", done: accepted.replayed ? "already sent by an identical call" : "queued", id: m.id, status: m.status, connection: m.connection, to: m.to, send_at: m.send_at, replayed: accepted.replayed };
     },

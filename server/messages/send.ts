@@ -37,7 +37,11 @@ export interface SendOptions {
 export class MessageSender {
   private readonly batcher: SendBatcher;
 
-  constructor(private readonly db: DataSource) {
+  constructor(
+    private readonly db: DataSource,
+    /** Called when a send was queued for hand-off now (wakes this process's dispatcher). */
+    private readonly onQueued: () => void = () => undefined,
+  ) {
     this.batcher = new SendBatcher(db);
   }
 
@@ -91,7 +95,9 @@ export class MessageSender {
       });
       if (row.accepted) {
         const body202 = { ...view, from: row.c_phone };
+        // A deferred send's release job was written with it (the job outbox); one for now is queued.
         const scheduledFor = body202.status === "scheduled" && body202.send_at ? new Date(body202.send_at) : undefined;
+        if (!scheduledFor) this.onQueued();
         return { status: 202, body: body202, replayed: false, ...(scheduledFor ? { scheduledFor } : {}) };
       }
       if (row.prior_blocks) {

@@ -2,9 +2,10 @@
 // whoever claims it: this process's worker loop makes every first attempt (and a resend's), a
 // `webhook.retry` Agenda job (jobs/webhook-retry.ts) makes each retry at its scheduled time. Both
 // claim through the same conditional UPDATE (pending, due, lock free or expired), so an attempt
-// runs in one place at a time on any number of processes. The loop also takes any retry whose job
-// is more than RETRY_RESCUE_MS late (a job lost between the commit and its creation, or a crash in
-// the middle of an attempt), so the table, not Agenda, is what guarantees nothing is lost.
+// runs in one place at a time on any number of processes. The retry's job is written to the job
+// outbox by the statement that records the failed attempt, so it exists exactly when the failure
+// does; a process that dies in the middle of an attempt leaves its job locked, and Agenda runs it
+// again once the lock expires.
 //
 // Each attempt re-checks the URL (deliverWebhook resolves the host once and connects to the
 // checked address), signs the exact bytes sent with the SDK's scheme, and records the attempt and
@@ -12,6 +13,7 @@
 import { randomUUID } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { signWebhookPayload } from "../../sdk/src/webhooks.js";
+import { WEBHOOK_RETRY_JOB } from "../../jobs/names.js";
 import { jittered } from "../backoff.js";
 import { retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
@@ -47,9 +49,6 @@ export const RETRY_JITTER = 0.2;
 
 /** A receiver's Retry-After is honoured up to this long (the schedule's longest step). */
 export const RETRY_AFTER_MAX_MS = 24 * HOUR;
-
-/** A retry whose Agenda job is this late is taken by the worker loop instead. */
-export const RETRY_RESCUE_MS = 60 * SECOND;
 
 /** How the last attempt failed, as far as the next delay depends on it. */
 export interface FailedAttempt {
@@ -130,8 +129,6 @@ export interface WebhookDelivererOptions {
   concurrency?: number;
   /** Attempts in flight per endpoint, so one slow receiver cannot take every slot. */
   perEndpoint?: number;
-  /** Schedules the retry of `deliveryId` at `at` (an Agenda job); called after the failure is committed. */
-  scheduleRetry?: (deliveryId: string, at: Date) => Promise<void>;
 }
 
 interface Claimed {
@@ -265,8 +262,8 @@ export class WebhookDeliverer {
   }
 
   /**
-   * First attempts and resends (retry_step 0) that are due, plus retries whose Agenda job is
-   * overdue, skipping endpoints that already have their share of attempts in flight here.
+   * First attempts and resends (retry_step 0) that are due, skipping endpoints that already have
+   * their share of attempts in flight here. Retries are their jobs' (attemptDue).
    */
   private async claim(limit: number): Promise<Claimed[]> {
     const saturated = [...this.perEndpointInFlight].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id);
@@ -277,17 +274,17 @@ export class WebhookDeliverer {
          SELECT id FROM webhook_deliveries
           WHERE status = 'pending' AND next_attempt_at <= now()
             AND (locked_until IS NULL OR locked_until < now())
-            AND (retry_step = 0 OR next_attempt_at < now() - ($3 || ' milliseconds')::interval)
-            AND endpoint_id <> ALL($4::text[])
+            AND retry_step = 0
+            AND endpoint_id <> ALL($3::text[])
           ORDER BY next_attempt_at
           LIMIT $1
           FOR UPDATE SKIP LOCKED
        )
-       UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $5
+       UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $4
          FROM c, webhook_endpoints e, events ev
         WHERE d.id = c.id AND e.id = d.endpoint_id AND ev.id = d.event_id
         RETURNING ${CLAIM_RETURNING}`,
-      [limit, String(this.lockMs), String(RETRY_RESCUE_MS), saturated, token],
+      [limit, String(this.lockMs), saturated, token],
     );
   }
 
@@ -363,17 +360,12 @@ export class WebhookDeliverer {
     // simply recorded again, and through a database outage it is retried for as long as the claim
     // holds; only an outage longer than that leaves the claim to expire and the event delivered
     // once more.
-    const recorded = await retryWhileUnavailable(() => this.record(c, outcome, retryStep), this.lockMs - this.options.timeoutMs);
-    if (recorded === "pending" && nextAttemptAt && this.options.scheduleRetry) {
-      await this.options.scheduleRetry(c.id, nextAttemptAt).catch((err: unknown) =>
-        this.logger.warn({ err, delivery_id: c.id }, "webhook retry job not created; the worker loop will take the retry when it is overdue"),
-      );
-    }
+    await retryWhileUnavailable(() => this.record(c, outcome, retryStep), this.lockMs - this.options.timeoutMs);
     return outcome;
   }
 
   /**
-   * Writes the attempt and the delivery's next state in one statement, if this claim still holds
+   * Writes the attempt, the delivery's next state and its retry's job in one statement, if this claim still holds
    * the delivery; answers the delivery's status then (undefined: not ours any more). A delivery
    * canceled meanwhile (its endpoint deleted) keeps that state; the attempt is still recorded.
    */
@@ -392,6 +384,9 @@ export class WebhookDeliverer {
        ), a AS (
          INSERT INTO webhook_attempts (delivery_id, attempted_at, trigger, status_code, latency_ms, error_code, error)
          SELECT id, $2, $3, $4, $5, $6, $7 FROM d
+       ), j AS (
+         INSERT INTO job_outbox (name, data, run_at)
+         SELECT '${WEBHOOK_RETRY_JOB}', jsonb_build_object('delivery_id', id), $10::timestamptz FROM d WHERE status = 'pending' AND $10::timestamptz IS NOT NULL
        )
        SELECT status FROM d`,
       [c.id, o.attemptedAt, o.trigger, o.statusCode, o.latencyMs, o.errorCode, o.error, o.status, retryStep, o.nextAttemptAt, c.token],
