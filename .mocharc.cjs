@@ -14,8 +14,8 @@ const ONCE = [
   // pure code, or loopback servers of their own
   "address-policy", "ai-vendors", "char-limits", "cursor", "ids", "json-body.property", "message-rules", "openapi",
   "recurrence", "recurrence.property", "safe-request", "sdk-client", "sdk-webhooks",
-  // the packages and the README's code
-  "readme", "sdk-pack", "sdk-types",
+  // the packages and the README's code; `npm start` on the embedded database
+  "readme", "sdk-pack", "sdk-types", "dev-start",
   // the dashboard in Chromium
   "web", "web-ai", "web-consent", "web-first-run", "web-schedules",
 ].map((name) => `test/${name}.test.ts`);

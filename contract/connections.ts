@@ -16,8 +16,22 @@ export const CONNECTION_STATES = ["created", "pairing", "connected", "disconnect
 export const ConnectionState = z.enum(CONNECTION_STATES);
 export type ConnectionState = z.infer<typeof ConnectionState>;
 
+/** The engines a gateway can run (server/engines/); a production gateway mounts only `baileys`. */
+export const ENGINE_NAMES = ["sandbox", "baileys"] as const;
+export const EngineName = z.enum(ENGINE_NAMES);
+export type EngineName = z.infer<typeof EngineName>;
+
 export const CreateConnectionBody = z.object({ slug: ConnectionSlug, name: chars(1, 80).optional() }).strict();
 export type CreateConnectionBody = z.infer<typeof CreateConnectionBody>;
+
+export const UpdateConnectionBody = z
+  .object({
+    transport: EngineName.describe(
+      "Move the connection to this engine (one configured on this gateway). Only while no device is linked: created, pairing or disconnected; an open pairing grant is withdrawn.",
+    ),
+  })
+  .strict();
+export type UpdateConnectionBody = z.infer<typeof UpdateConnectionBody>;
 
 export const GrantParams = z.object({ connection: ConnectionRef, grantId: chars(1, 64) });
 export type GrantParams = z.infer<typeof GrantParams>;
@@ -85,6 +99,18 @@ export const connections = c.router(
       pathParams: ConnectionParams,
       responses: { 200: Connection, ...problems(400, 401, 403, 404, 429) },
       metadata: read,
+    },
+    update: {
+      method: "PATCH",
+      path: "/v1/connections/:connection",
+      summary: "Move a connection to another engine (extension)",
+      description:
+        "Moves a connection to another engine, e.g. one created on an engine this gateway does not run (pairing answers 503) to one it does, keeping its slug, id, messages and callback token. " +
+        "400 when the engine is not configured here; 409 while a device is linked (connected or suspended).",
+      pathParams: ConnectionParams,
+      body: UpdateConnectionBody,
+      responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429) },
+      metadata: write,
     },
     delete: {
       method: "DELETE",

@@ -3,10 +3,13 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { ENGINE_NAMES, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+/** The owner of the first workspace outside production when ADMIN_EMAIL is unset. */
+export const DEVELOPMENT_ADMIN_EMAIL = "admin@localhost";
 
 const Env = z.object({
   NODE_ENV: z.string().default("development"),
@@ -19,7 +22,8 @@ const Env = z.object({
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   /** How long start-up waits for an unreachable database (and MongoDB job backend), seconds; then it exits. */
   DATABASE_WAIT_S: z.coerce.number().int().min(0).max(3600).default(60),
-  TRANSPORT: z.string().min(1).default("sandbox"),
+  /** Engine for new connections. Unset: `sandbox` in development, `baileys` in production (which has no sandbox). */
+  TRANSPORT: z.enum(ENGINE_NAMES).optional(),
   SMTP_URL: z.string().min(1).optional(),
   /** `log`: mail to the log and DATA_DIR/outbox. Unset: `smtp` with SMTP_URL, else `log` outside production. */
   MAIL_TRANSPORT: z.enum(["smtp", "log"]).optional(),
@@ -70,13 +74,14 @@ export interface Config {
   jobsMongoUrl: string | undefined;
   /** DATABASE_WAIT_S in milliseconds. */
   databaseWaitMs: number;
-  transport: string;
+  transport: EngineName;
   /** Set when mail goes out by SMTP; undefined: the log transport (the development outbox). */
   smtpUrl: string | undefined;
   mailFrom: string;
   /** 32 bytes: encrypts stored secrets and signs cursors. */
   secretKey: Buffer;
-  adminEmail: string;
+  /** Owner of the first workspace; null in production without ADMIN_EMAIL (a first start then refuses). */
+  adminEmail: string | null;
   metricsToken: string | undefined;
   webhookAllowPrivate: string[];
   webhooks: {
@@ -115,6 +120,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (missing.length) throw new ConfigError(`NODE_ENV=production requires ${missing.join(", ")}`);
     // A production gateway always talks to the real network.
     if (e.BAILEYS_SOCKET_MODULE) throw new ConfigError("BAILEYS_SOCKET_MODULE is for tests and is refused with NODE_ENV=production");
+    // The sandbox is never mounted in production: connections made on it could never pair.
+    if (e.TRANSPORT === "sandbox") throw new ConfigError("TRANSPORT=sandbox is refused with NODE_ENV=production (production has no sandbox engine): unset TRANSPORT or set TRANSPORT=baileys");
   }
   const smtpUrl = mailTransport(e) === "smtp" ? e.SMTP_URL : undefined;
   const dataDir = resolve(e.DATA_DIR);
@@ -136,11 +143,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     jobsMongoUrl: e.JOBS_MONGODB_URL,
     databaseWaitMs: e.DATABASE_WAIT_S * 1000,
-    transport: e.TRANSPORT,
+    transport: e.TRANSPORT ?? (production ? "baileys" : "sandbox"),
     smtpUrl,
     mailFrom: e.MAIL_FROM,
     secretKey: e.SECRET_KEY ? decodeSecretKey(e.SECRET_KEY) : developmentSecretKey(dataDir),
-    adminEmail: (e.ADMIN_EMAIL ?? "admin@localhost").toLowerCase(),
+    adminEmail: e.ADMIN_EMAIL?.toLowerCase() ?? (production ? null : DEVELOPMENT_ADMIN_EMAIL),
     metricsToken: e.METRICS_TOKEN,
     webhookAllowPrivate,
     webhooks: {

@@ -2,7 +2,7 @@
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirInUseError } from "./db/data-dir-lock.js";
 import { DependencyUnavailableError } from "./db/availability.js";
-import { startGateway } from "./gateway.js";
+import type { Gateway } from "./gateway.js";
 import { createLogger } from "./logger.js";
 
 async function main(): Promise<void> {
@@ -17,11 +17,12 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  logger.info({ port: config.port, host: config.host }, "starting: /healthz answers now, /readyz once the database and the job backend are up");
+  // Said before the gateway's modules load: under tsx (`npm start`) a first start compiles them all.
+  logger.info({ port: config.port, host: config.host }, "starting: loading the gateway's modules");
   // Handlers first: /readyz can answer 200 before startGateway returns, and a signal in that
   // window (or while waiting for the database) must end the process with 0, as a stop does, not
   // kill it. Nothing is lost by not waiting: every acceptance is committed, every job durable.
-  let gateway: Awaited<ReturnType<typeof startGateway>> | undefined;
+  let gateway: Gateway | undefined;
   const shutdown = (signal: string) => {
     if (!gateway) {
       logger.info({ signal }, "stopped while starting");
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   };
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
+  const { startGateway } = await import("./gateway.js");
   try {
     gateway = await startGateway(config, { logger });
   } catch (err) {
@@ -45,6 +47,11 @@ async function main(): Promise<void> {
     if (err instanceof DependencyUnavailableError) {
       console.error(`svc-gateway: cannot start: ${err.message}`);
       process.exit(1);
+    }
+    // A setting that only the database's state shows to be missing (ADMIN_EMAIL on a first start).
+    if (err instanceof ConfigError) {
+      console.error(`svc-gateway: cannot start: ${err.message}`);
+      process.exit(2);
     }
     throw err;
   }

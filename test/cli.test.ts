@@ -1,22 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { expect } from "chai";
 import { testEnv } from "./setup.js";
-import { uniqueEmail } from "./support/actors.js";
-
-const run = promisify(execFile);
-
-/** The operator's CLI, as `npx svc-gateway` runs it, on the test run's database. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? "", DATABASE_URL: testEnv().databaseUrl, DATA_DIR: testEnv().dataDir, BASE_URL: testEnv().baseUrl };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ["bin/svc-gateway.js", ...args], { env });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+import { sdk, signIn, uniqueEmail } from "./support/actors.js";
+import { cli } from "./support/cli.js";
 
 describe("operator CLI", function () {
   this.timeout(60_000);
@@ -50,4 +35,60 @@ describe("operator CLI", function () {
     expect(unknown.stderr).to.include("Usage:");
     expect((await cli("workspace", "create", "--name", "x")).code).to.equal(64);
   });
+
+  it("adds a person to an existing workspace with a role, once, and lists workspaces with their owners", async () => {
+    const owner = uniqueEmail("cli-owner");
+    const ws = JSON.parse((await cli("workspace", "create", "--name", "Locked out", "--owner", owner)).stdout) as { id: string };
+    const admin = uniqueEmail("cli-admin");
+    const added = await cli("member", "add", ws.id, "--email", admin.toUpperCase(), "--role", "admin");
+    expect(added.code, added.stderr).to.equal(0);
+    expect(JSON.parse(added.stdout)).to.include({ workspace_id: ws.id, email: admin, role: "admin" });
+    // The new member signs in as anyone does, with a mailed code, into that workspace.
+    const cookie = await signIn(admin);
+    const me = await sdk({ cookie }).auth.session();
+    expect(me.status).to.equal(200);
+    expect(JSON.stringify(me.body)).to.include(ws.id).and.include('"admin"');
+    const twice = await cli("member", "add", ws.id, "--email", admin, "--role", "owner");
+    expect(twice.code).to.equal(1);
+    expect(twice.stderr).to.include("already a member").and.include("admin");
+    expect((await cli("member", "add", ws.id, "--email", uniqueEmail("x"), "--role", "superuser")).code).to.equal(64);
+    expect((await cli("member", "add", ws.id, "--email", "not-an-address", "--role", "viewer")).code).to.equal(64);
+    expect((await cli("member", "add", ws.id, "--email", uniqueEmail("x"))).code).to.equal(64);
+    const unknown = await cli("member", "add", "wsp_nope", "--email", uniqueEmail("x"), "--role", "viewer");
+    expect(unknown.code).to.equal(1);
+    expect(unknown.stderr).to.include("No such workspace");
+    const listed = (await cli("workspace", "list")).stdout.trim().split("\n").map((l) => JSON.parse(l) as { id: string; owners: string[] });
+    expect(listed.find((w) => w.id === ws.id)?.owners).to.deep.equal([owner]);
+  });
+
+  it("changes an owner's address: the new one signs in as that owner, the old one's sessions end", async () => {
+    const before = uniqueEmail("cli-old");
+    const ws = JSON.parse((await cli("workspace", "create", "--name", "Renamed", "--owner", before)).stdout) as { id: string };
+    const oldCookie = await signIn(before);
+    expect((await sdk({ cookie: oldCookie }).auth.session()).status).to.equal(200);
+    const after = uniqueEmail("cli-new");
+    const changed = await cli("user", "set-email", before, after);
+    expect(changed.code, changed.stderr).to.equal(0);
+    expect(JSON.parse(changed.stdout)).to.include({ email: after, workspaces: 1 });
+    expect((await sdk({ cookie: oldCookie }).auth.session()).status).to.equal(401);
+    const cookie = await signIn(after);
+    const me = await sdk({ cookie }).auth.session();
+    expect(JSON.stringify(me.body)).to.include(ws.id).and.include('"owner"');
+    // Another person's address, an unknown one, and no change at all are refused; nothing moves.
+    const taken = await cli("user", "set-email", after, await existingAddress());
+    expect(taken.code).to.equal(1);
+    expect(taken.stderr).to.include("already signs in as another user");
+    expect((await cli("user", "set-email", uniqueEmail("nobody"), uniqueEmail("x"))).code).to.equal(1);
+    expect((await cli("user", "set-email", after, after)).code).to.equal(1);
+    expect((await cli("user", "set-email", after, "nope")).code).to.equal(64);
+    expect((await sdk({ cookie }).auth.session()).status).to.equal(200);
+  });
 });
+
+/** The address of a person who already exists (a workspace owner made for the purpose). */
+async function existingAddress(): Promise<string> {
+  const email = uniqueEmail("cli-other");
+  await cli("workspace", "create", "--name", "Other", "--owner", email);
+  return email;
+}
+

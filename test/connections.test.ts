@@ -205,6 +205,55 @@ describe("connections", () => {
     });
   });
 
+  describe("moving to another engine", () => {
+    it("moves a connection whose engine is not configured to one that is, keeping it, and it then pairs there", async () => {
+      const { client, auth } = await keyed();
+      const created = await expectOk(client.connections.create({ body: { slug: "stranded" } }));
+      // As a connection made on an engine this gateway does not run (a production gateway has no sandbox).
+      await db().query(`UPDATE connections SET transport = 'nope' WHERE id = $1`, [created.id]);
+      expect((await client.connections.pair({ params: { connection: "stranded" } })).status).to.equal(503);
+      const moved = await expectOk(client.connections.update({ params: { connection: "stranded" }, body: { transport: "baileys" } }));
+      expect(moved).to.include({ id: created.id, slug: "stranded", transport: "baileys", state: "created" });
+      expect((await expectOk(client.connections.get({ params: { connection: "stranded" } }))).transport).to.equal("baileys");
+      // The Baileys engine (its socket stand-in in tests) serves it now.
+      const grant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
+      const qr = await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: grant.grant_id } }));
+      expect(qr.payload).to.match(/^standin-qr:/);
+      // Back to the sandbox while pairing: the open grant is withdrawn, the state is created again.
+      const regrant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
+      const back = await expectOk(client.connections.update({ params: { connection: "stranded" }, body: { transport: "sandbox" } }));
+      expect(back).to.include({ transport: "sandbox", state: "created" });
+      expect((await client.connections.qr({ params: { connection: "stranded", grantId: regrant.grant_id } })).status).to.equal(404);
+      const phone = uniquePhone();
+      const sandboxGrant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
+      await scan((await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: sandboxGrant.grant_id } }))).payload, phone);
+      expect((await waitForConnection(client, "stranded", (c) => c.state === "connected")).phone).to.equal(phone);
+      // Bad input changes nothing: an unknown engine, another field, no field.
+      for (const body of [{ transport: "nope" }, { transport: "baileys", slug: "renamed" }, {}, { transport: "" }]) {
+        const res = await http("PATCH", "/v1/connections/stranded", { body, headers: auth });
+        expect(res.status, JSON.stringify(body)).to.equal(400);
+        expect(res.json.code).to.equal("validation_failed");
+      }
+      expect((await expectOk(client.connections.get({ params: { connection: "stranded" } }))).transport).to.equal("sandbox");
+    });
+
+    it("refuses while a device is linked, and answers 404 for another workspace's connection", async () => {
+      const { client } = await keyed();
+      await pairConnection(client, "linked-move", uniquePhone());
+      const refused = await client.connections.update({ params: { connection: "linked-move" }, body: { transport: "baileys" } });
+      expect(refused.status).to.equal(409);
+      expect((refused.body as { code: string; detail: string }).code).to.equal("invalid_state");
+      await expectOk(client.connections.suspend({ params: { connection: "linked-move" } }));
+      expect((await client.connections.update({ params: { connection: "linked-move" }, body: { transport: "baileys" } })).status).to.equal(409);
+      const after = await expectOk(client.connections.get({ params: { connection: "linked-move" } }));
+      expect(after).to.include({ transport: "sandbox", state: "suspended" });
+      // Moving to the engine it is on changes nothing, whatever the state.
+      expect((await expectOk(client.connections.update({ params: { connection: "linked-move" }, body: { transport: "sandbox" } }))).state).to.equal("suspended");
+      const other = await keyed();
+      expect((await other.client.connections.update({ params: { connection: "linked-move" }, body: { transport: "baileys" } })).status).to.equal(404);
+    });
+  });
+
   describe("suspend and resume", () => {
     it("follows the state table: suspend from live states, resume back to connected while linked", async () => {
       const { client } = await keyed();

@@ -92,6 +92,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/schedules/preview"],
   // The AI policies section reads every policy at once instead of a 404 per connection without one
   ["get", "/v1/ai/policies"],
+  // issue 19: a connection made on an engine the gateway does not run is moved to one it does
+  ["patch", "/v1/connections/{connection}"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

@@ -27,6 +27,17 @@ describe("operational endpoints", () => {
     for (const forbidden of ["workspace", "workspace_id", "connection", "phone", "number", "session"]) expect(labelNames).to.not.include(forbidden);
   });
 
+  it("answers `curl /` with the API's 404, and a browser asking for HTML with the dashboard", async () => {
+    // curl sends Accept: */*: the root is not an API resource (README, "The dashboard").
+    const curl = await http("GET", "/", { headers: { accept: "*/*" } });
+    expect(curl.status).to.equal(404);
+    expect(curl.headers.get("content-type")).to.match(/^application\/problem\+json/);
+    expect(curl.json.code).to.equal("not_found");
+    const browser = await http("GET", "/", { headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    expect(browser.status).to.equal(200);
+    expect(browser.headers.get("content-type")).to.match(/^text\/html/);
+  });
+
   it("publishes the RFC 9727 API catalog pointing at the OpenAPI document", async () => {
     const res = await http("GET", "/.well-known/api-catalog");
     expect(res.status).to.equal(200);

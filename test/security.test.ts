@@ -65,6 +65,7 @@ function hasBodySchema(route: AppRoute): route is AppRoute & { body: { safeParse
 const SAMPLE_BODIES: Record<string, unknown> = {
   "messages.reschedule": { send_at: new Date(Date.now() + 7 * 86_400_000).toISOString() },
   "team.update": { role: "developer" },
+  "connections.update": { transport: "sandbox" },
   "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
 };

@@ -39,6 +39,7 @@ export type CreateScheduleBody = { message: { [x: string]: unknown; }; name: str
 export type CreateWebhookEndpointBody = { url: string; events: string[]; connection?: string | undefined; description?: string | undefined; };
 export type DailyRecurrence = { type: "daily"; hour: number; minute: number; };
 export type Direction = "inbound" | "outbound";
+export type EngineName = "sandbox" | "baileys";
 export type Environment = "live" | "test";
 export type ErrorInfo = { code: string; message: string; };
 export type ExportMessagesQuery = { status?: string | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; days?: number | undefined; };
@@ -106,6 +107,7 @@ export type SendMessageHeaders = { "idempotency-key"?: string | undefined; };
 export type Session = { role: "owner" | "admin" | "developer" | "viewer" | "billing" | null; workspace: { id: string; name: string; } | null; user: { id: string; email: string; }; };
 export type TokenRequestBody = { [x: string]: unknown; grant_type: "authorization_code" | "refresh_token"; code?: string | undefined; client_id?: string | undefined; redirect_uri?: string | undefined; resource?: string | undefined; refresh_token?: string | undefined; code_verifier?: string | undefined; };
 export type TokenResponse = { scope: string; refresh_token: string; access_token: string; token_type: "Bearer"; expires_in: number; };
+export type UpdateConnectionBody = { transport: "sandbox" | "baileys"; };
 export type UpdateMemberBody = { role: "owner" | "admin" | "developer" | "viewer" | "billing"; };
 export type Usage = { daily: { date: string; messages_outbound: number; messages_inbound: number; }[]; days: number; from: string; to: string; totals: { messages_outbound: number; messages_inbound: number; }; };
 export type UsageQuery = { days?: number | undefined; };
@@ -148,6 +150,8 @@ export interface SvcClient {
     list: (args?: {} & CallOptions) => Promise<{ status: 200; body: ConnectionList; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; }>;
     /** GET /v1/connections/:connection: Retrieve a connection */
     get: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    /** PATCH /v1/connections/:connection: Move a connection to another engine (extension) */
+    update: (args: { params: { connection: string; }; body: { transport: "sandbox" | "baileys"; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** DELETE /v1/connections/:connection: Delete a connection */
     delete: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 204; body: undefined; headers: Headers; }>;
     /** POST /v1/connections/:connection/pair: Open a pairing grant */

@@ -68,11 +68,12 @@ export class SignInService {
     // Not awaited: the response time must not reveal whether a mail was sent.
     this.mailer
       .send({
+        kind: "sign_in",
         to: email,
         subject: `Your svc-gateway sign-in code: ${code}`,
         text: `Your sign-in code is ${code}\n\nIt expires in 10 minutes. If you did not ask for it, ignore this mail.\n`,
       })
-      .catch((err: unknown) => this.logger.error({ err }, "sign-in mail failed"));
+      .catch((err: unknown) => this.logger.error({ err }, "sign-in mail failed, every attempt; the code was not sent"));
   }
 
   /** Returns the new session's token; throws the one uniform 401 on any failure. `code` may be any string (the

@@ -19,6 +19,9 @@ export function connectionsRouter(ctx: AppContext) {
     get: async ({ params, res }) => {
       return { status: 200, body: connectionView(await connections.get(principalOf(res), params.connection)) };
     },
+    update: async ({ params, body, res }) => {
+      return { status: 200, body: connectionView(await connections.move(principalOf(res), params.connection, body.transport)) };
+    },
     delete: async ({ params, res }) => {
       await connections.delete(principalOf(res), params.connection);
       return { status: 204, body: undefined };

@@ -3,7 +3,7 @@
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
-import type { Connection as ConnectionView, CreateConnectionBody } from "../../contract/index.js";
+import type { Connection as ConnectionView, CreateConnectionBody, EngineName } from "../../contract/index.js";
 import { CONNECTION_PURGE_JOB } from "../../jobs/names.js";
 import { enqueueJob } from "../db/job-outbox.js";
 import type { Config } from "../config.js";
@@ -203,6 +203,33 @@ export class ConnectionService {
     const { default: QRCode } = await import("qrcode");
     const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });
     return { grantId, payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt: new Date(row.expires_at) };
+  }
+
+  /**
+   * Moves a connection to another engine of this gateway (one created on an engine that is not
+   * configured here can then pair). Only while no device is linked; the old engine's session, if
+   * that engine runs here, is forgotten, and an open pairing grant goes with it.
+   */
+  async move(principal: Principal, slug: string, transport: EngineName): Promise<Connection> {
+    if (!this.engines.get(transport)) {
+      const names = this.engines.names();
+      throw new ApiError("validation_failed", `No engine named ${transport} is configured on this gateway; configured: ${names.join(", ")}.`, {
+        errors: [{ path: "transport", message: `must be one of the engines configured on this gateway: ${names.join(", ")}` }],
+      });
+    }
+    const moved = await this.db.transaction(async (em) => {
+      const connection = await this.get(principal, slug, em, true);
+      if (connection.transport === transport) return null;
+      const updated = await this.transition(em, connection, "move");
+      await em.update(Connection, { id: connection.id }, { transport });
+      await em.delete(PairingGrant, { connectionId: connection.id });
+      return { before: connection, after: { ...updated, transport } };
+    });
+    if (!moved) return this.get(principal, slug);
+    const previous = this.engines.get(moved.before.transport);
+    if (previous) await this.bestEffort("logout", moved.before, (c) => previous.logout(c));
+    this.logger.info({ connection_id: moved.after.id, from: moved.before.transport, to: transport }, "connection moved to another engine");
+    return moved.after;
   }
 
   async suspend(principal: Principal, slug: string): Promise<Connection> {

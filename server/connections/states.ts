@@ -4,7 +4,7 @@ import type { WebhookEvent } from "../../contract/index.js";
 import type { StoredConnectionState } from "./entities.js";
 
 /** What can happen to a connection: user operations, and the engine's reports (link, unlink). */
-export type ConnectionAction = "pair" | "link" | "unlink" | "suspend" | "resume" | "delete";
+export type ConnectionAction = "pair" | "link" | "unlink" | "suspend" | "resume" | "delete" | "move";
 
 type Move = StoredConnectionState | ((linked: boolean) => StoredConnectionState);
 
@@ -17,6 +17,8 @@ const MOVES: Record<ConnectionAction, Partial<Record<StoredConnectionState, Move
   unlink: { created: "created", pairing: "disconnected", connected: "disconnected", disconnected: "disconnected", suspended: "suspended" },
   suspend: { created: "suspended", pairing: "suspended", connected: "suspended", disconnected: "suspended" },
   resume: { suspended: (linked) => (linked ? "connected" : "disconnected") },
+  // To another engine, only while no device is linked; an open grant is withdrawn with the old engine's session.
+  move: { created: "created", pairing: "created", disconnected: "disconnected" },
   delete: { created: "deleted", pairing: "deleted", connected: "deleted", disconnected: "deleted", suspended: "deleted" },
 };
 

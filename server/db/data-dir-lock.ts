@@ -3,8 +3,9 @@
 // each see only their own writes (a workspace the CLI "created" vanished) and can corrupt it.
 //
 // The lock is a file, DATA_DIR/svc-gateway.pid, as PostgreSQL's postmaster.pid: first line the
-// owner's pid, second line its database URL once the database listens. A lock whose pid is gone is
-// stale (a crash, a SIGKILL) and is taken over.
+// owner's pid, second line its database URL once the database listens, third line the address its
+// HTTP server listens on (a gateway's; the CLI has none). A lock whose pid is gone is stale (a
+// crash, a SIGKILL) and is taken over.
 import { readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPrivateFile, ensurePrivateDir } from "../data-dir.js";
@@ -16,8 +17,8 @@ export class DataDirInUseError extends Error {}
 
 export interface DataDirLock {
   file: string;
-  /** Writes the database URL for other processes to use. */
-  publish(url: string): void;
+  /** Writes the database URL (and the HTTP address, for a gateway) for other processes to use. */
+  publish(url: string, httpUrl?: string): void;
   /** Removes the lock if it is still this process's. */
   release(): void;
 }
@@ -75,16 +76,23 @@ function ownLock(file: string): DataDirLock {
   }
   return {
     file,
-    publish(url) {
+    publish(url, httpUrl) {
       const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync(tmp, `${process.pid}\n${url}\n`, { mode: 0o600 });
+      writeFileSync(tmp, `${process.pid}\n${url}\n${httpUrl ? `${httpUrl}\n` : ""}`, { mode: 0o600 });
       renameSync(tmp, file);
     },
     release,
   };
 }
 
-function readLock(file: string): { raw: string; pid: number; url: string | undefined } | null {
+/** The gateway that holds DATA_DIR and where its HTTP server listens; null when none runs (or it has not said). */
+export function runningGateway(dataDir: string): { pid: number; httpUrl: string } | null {
+  const holder = readLock(join(dataDir, LOCK_FILE));
+  if (!holder?.pid || !holder.httpUrl || !alive(holder.pid)) return null;
+  return { pid: holder.pid, httpUrl: holder.httpUrl };
+}
+
+function readLock(file: string): { raw: string; pid: number; url: string | undefined; httpUrl: string | undefined } | null {
   let raw: string;
   try {
     raw = readFileSync(file, "utf8");
@@ -92,9 +100,9 @@ function readLock(file: string): { raw: string; pid: number; url: string | undef
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw err;
   }
-  const [pidLine = "", url] = raw.split("\n");
+  const [pidLine = "", url, httpUrl] = raw.split("\n");
   const pid = /^\d+$/.test(pidLine.trim()) ? Number(pidLine) : 0;
-  return { raw, pid, url: url?.trim() || undefined };
+  return { raw, pid, url: url?.trim() || undefined, httpUrl: httpUrl?.trim() || undefined };
 }
 
 function removeIfSame(file: string, raw: string): void {

@@ -27,13 +27,15 @@ export interface OpenDatabaseOptions {
   logger: Logger;
   /** How long to wait for an unreachable server (DATABASE_WAIT_S); 0 or unset: fail at once. */
   waitMs?: number;
+  /** A gateway's HTTP address, published in DATA_DIR's lock file beside the database's (`svc-gateway health` reads it). */
+  httpUrl?: string;
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url = options.url;
   if (!url) {
-    embedded = await openEmbedded(options.dataDir, options.logger);
+    embedded = await openEmbedded(options.dataDir, options.logger, options.httpUrl);
     url = embedded.url;
   }
   const logger = options.logger;
@@ -51,6 +53,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         const [{ version } = { version: "" }] = (await ds.query(`SELECT version()`)) as { version: string }[];
         sharedSession = Boolean(embedded) || version.includes("PGlite");
         if (sharedSession) markSharedSession(ds);
+        if (await ds.showMigrations()) logger.info("applying database migrations");
         const ran = await ds.runMigrations({ transaction: "each" });
         if (ran.length) logger.info({ migrations: ran.map((m) => m.name) }, "migrations applied");
         return ds;
@@ -77,9 +80,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  * The embedded database of DATA_DIR: started here when no process holds DATA_DIR, else the one
  * the holder runs, reached through the address in its lock file (a single engine per directory).
  */
-async function openEmbedded(dataDir: string | null, logger: Logger): Promise<EmbeddedPostgres> {
+async function openEmbedded(dataDir: string | null, logger: Logger, httpUrl: string | undefined): Promise<EmbeddedPostgres> {
   // Loaded only when started here: PGlite and its socket server are for installs without DATABASE_URL.
-  const start = async (dir: string | undefined) => (await import("./embedded.js")).startEmbeddedPostgres(dir);
+  const start = async (dir: string | undefined) => (await import("./embedded.js")).startEmbeddedPostgres(dir, logger);
   if (!dataDir) {
     logger.info({ data_dir: "(memory)" }, "DATABASE_URL unset: using the embedded PostgreSQL");
     return start(undefined);
@@ -98,7 +101,7 @@ async function openEmbedded(dataDir: string | null, logger: Logger): Promise<Emb
   const { lock } = outcome;
   try {
     const started = await start(dataDir);
-    lock.publish(started.url);
+    lock.publish(started.url, httpUrl);
     logger.info({ data_dir: dataDir }, "DATABASE_URL unset: using the embedded PostgreSQL");
     return {
       url: started.url,

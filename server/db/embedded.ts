@@ -7,12 +7,14 @@
 // queries ("bind message supplies 1 parameters, but prepared statement requires 11", wrong rows).
 // `SessionQueue` below gives one client the backend from its first message until its exchange is
 // complete (Sync or a simple Query answered outside a transaction), and serves the others after.
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketHandler } from "@electric-sql/pglite-socket";
 import { ensurePrivateDir, ownerOnlyUmask, restrictTree } from "../data-dir.js";
+import type { Logger } from "../logger.js";
+import { initialFiles } from "./embedded-template.js";
 
 /** Connections are multiplexed onto one backend and cheap; headroom lets a second process share it. */
 export const EMBEDDED_MAX_CONNECTIONS = 48;
@@ -109,16 +111,23 @@ const MAX_SOCKET_PATH = 100;
  * `dataDir` undefined keeps the database in memory (tests). The caller holds DATA_DIR's lock
  * (data-dir-lock.ts): one engine per data directory.
  */
-export async function startEmbeddedPostgres(dataDir: string | undefined): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(dataDir: string | undefined, logger?: Logger): Promise<EmbeddedPostgres> {
   let db: PGlite;
-  if (dataDir) {
+  const dir = dataDir ? join(dataDir, "pgdata") : undefined;
+  const fresh = !dir || !existsSync(join(dir, "PG_VERSION"));
+  // A new database starts from the initial files `npm ci` made (embedded-template.ts), not initdb.
+  const loadDataDir = fresh ? initialFiles() : undefined;
+  const where = dir ?? "memory";
+  if (!fresh) logger?.info({ data_dir: dataDir }, `embedded PostgreSQL: opening ${where}`);
+  else if (loadDataDir) logger?.info({ data_dir: dataDir }, `embedded PostgreSQL: first start, copying its initial files into ${where}`);
+  else logger?.info({ data_dir: dataDir }, `embedded PostgreSQL: first start, running initdb in ${where} (10-20 s; \`npm ci\` prepares these files once)`);
+  if (dir) {
     ownerOnlyUmask();
-    const dir = join(dataDir, "pgdata");
     ensurePrivateDir(dir);
-    db = await PGlite.create(dir);
+    db = await PGlite.create(dir, loadDataDir ? { loadDataDir } : {});
     restrictTree(dir);
   } else {
-    db = await PGlite.create();
+    db = await PGlite.create(loadDataDir ? { loadDataDir } : {});
   }
   const queue = new SessionQueue(db);
   const handlers = new Set<PGLiteSocketHandler>();

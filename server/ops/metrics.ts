@@ -39,6 +39,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Outgoing mail (sign-in codes, invitations) by kind: attempts that failed, and mails given up on. */
+  readonly mailFailures = new Counter({
+    name: "svc_mail_failures_total",
+    help: "Failed mail attempts by kind (sign_in, invitation) and outcome (retrying, given_up)",
+    labelNames: ["kind", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly mailSent = new Counter({
+    name: "svc_mail_sent_total",
+    help: "Mails handed to the mail server (or the development outbox) by kind",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+
   private connectionCounts: (() => Promise<{ engine: string; state: string; n: number }[]>) | null = null;
   readonly connections: Gauge<"engine" | "state"> = new Gauge({
     name: "svc_connections",

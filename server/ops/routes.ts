@@ -8,6 +8,8 @@ import type { Metrics } from "./metrics.js";
 export interface Readiness {
   /** Name of each dependency that is not available; empty when ready. */
   unavailable(): Promise<string[]>;
+  /** What works less than it should without making the API unable to serve (mail); said in a 200. */
+  warnings?(): string[];
 }
 
 export function opsRouter(config: Config, metrics: Metrics, readiness: Readiness): Router {
@@ -21,7 +23,8 @@ export function opsRouter(config: Config, metrics: Metrics, readiness: Readiness
   router.get("/readyz", async (_req, res) => {
     const down = await readiness.unavailable();
     if (down.length === 0) {
-      res.json({ status: "ready" });
+      const warnings = readiness.warnings?.() ?? [];
+      res.json(warnings.length ? { status: "ready", warnings } : { status: "ready" });
       return;
     }
     sendProblem(res, new ApiError("unavailable", `Not ready: ${down.join(", ")} unavailable.`, { unavailable: down }));

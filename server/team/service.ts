@@ -81,6 +81,7 @@ export class TeamService {
     const workspace = await this.db.getRepository(Workspace).findOneByOrFail({ id: actor.workspaceId });
     this.mailer
       .send({
+        kind: "invitation",
         to: email,
         subject: `You are invited to ${workspace.name} on svc-gateway`,
         text:
@@ -89,7 +90,7 @@ export class TeamService {
           `Sign in as ${email} first (POST ${this.config.baseUrl}/v1/auth/request-code), then accept with\n` +
           `POST ${this.config.baseUrl}/v1/members/accept {"token": "${token}"}.\nThe invitation expires in 7 days.\n`,
       })
-      .catch((err: unknown) => this.logger.error({ err }, "invitation mail failed"));
+      .catch((err: unknown) => this.logger.error({ err }, "invitation mail failed, every attempt; the invitation was not sent"));
     return invitation;
   }
 

@@ -5,6 +5,7 @@ import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import { Plan, Workspace } from "./entities.js";
 import { messagesThisMonth } from "./usage.js";
+import { rows } from "../db/rows.js";
 import type { ApiKeyCache } from "../auth/key-cache.js";
 
 export const DEFAULT_PLAN = "pro";
@@ -29,6 +30,58 @@ export class WorkspaceService {
         [newId("mem"), workspace.id, email],
       );
       return workspace;
+    });
+  }
+
+  /** Every workspace with its plan and owners' addresses (the operator's view, CLI). */
+  async listWithOwners(): Promise<{ id: string; name: string; plan: string; owners: string[] }[]> {
+    return rows(
+      this.db,
+      `SELECT w.id, w.name, w.plan_id AS plan,
+              coalesce(array_agg(u.email ORDER BY u.email) FILTER (WHERE u.email IS NOT NULL), '{}') AS owners
+         FROM workspaces w
+         LEFT JOIN members m ON m.workspace_id = w.id AND m.role = 'owner'
+         LEFT JOIN users u ON u.id = m.user_id
+        GROUP BY w.id ORDER BY w.created_at, w.id`,
+    );
+  }
+
+  /** Adds `email` (a new user if need be) to an existing workspace with `role`; signs in with a mailed code as usual. */
+  async addMember(workspaceId: string, rawEmail: string, role: Role): Promise<{ memberId: string }> {
+    const email = rawEmail.toLowerCase();
+    return this.db.transaction(async (em) => {
+      if (!(await em.findOneBy(Workspace, { id: workspaceId }))) throw ApiError.notFound("workspace");
+      await em.query(`INSERT INTO users (id, email) VALUES ($1, $2) ON CONFLICT (email) DO NOTHING`, [newId("usr"), email]);
+      const [existing] = await rows<{ role: Role }>(
+        em,
+        `SELECT m.role FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND u.email = $2`,
+        [workspaceId, email],
+      );
+      if (existing) throw new ApiError("already_member", `${email} is already a member of ${workspaceId}, as ${existing.role}.`);
+      const memberId = newId("mem");
+      await em.query(`INSERT INTO members (id, workspace_id, user_id, role) SELECT $1, $2, id, $3 FROM users WHERE email = $4`, [memberId, workspaceId, role, email]);
+      return { memberId };
+    });
+  }
+
+  /**
+   * Changes a person's sign-in address (in every workspace they belong to: one identity). Their
+   * sessions and any open sign-in code end: whoever held the old address is signed out.
+   */
+  async changeAddress(rawFrom: string, rawTo: string): Promise<{ userId: string; workspaces: number }> {
+    const from = rawFrom.toLowerCase();
+    const to = rawTo.toLowerCase();
+    return this.db.transaction(async (em) => {
+      const [user] = await rows<{ id: string }>(em, `SELECT id FROM users WHERE email = $1 FOR UPDATE`, [from]);
+      if (!user) throw ApiError.notFound(`user with the address ${from}`);
+      if (from === to) throw new ApiError("validation_failed", "The new address is the current one.");
+      const [taken] = await rows(em, `SELECT 1 FROM users WHERE email = $1`, [to]);
+      if (taken) throw new ApiError("validation_failed", `${to} already signs in as another user; add that user to the workspace instead (member add).`);
+      await em.query(`UPDATE users SET email = $2 WHERE id = $1`, [user.id, to]);
+      await em.query(`DELETE FROM sessions WHERE user_id = $1`, [user.id]);
+      await em.query(`DELETE FROM sign_in_codes WHERE email = $1`, [from]);
+      const [count] = await rows<{ n: number }>(em, `SELECT count(*)::int AS n FROM members WHERE user_id = $1`, [user.id]);
+      return { userId: user.id, workspaces: count?.n ?? 0 };
     });
   }
 

@@ -2,10 +2,12 @@
 // updates with rotating QRs, creds updates, message upserts, status and receipt updates, closes
 // with the library's disconnect codes) and records every call made on it. The gateway loads it
 // through BAILEYS_SOCKET_MODULE (refused in production). In the test process, tests drive its
-// sockets directly (`standIn`); in a child gateway it plays a phone that stays linked, and writes
-// what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it.
+// sockets directly (`standIn`); in a child gateway it plays a phone that stays linked, writes
+// what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it, and scans
+// the QR codes the test names in the file STAND_IN_SCANS (JSON lines `{"payload","phone","lid"}`),
+// as a person holding the phone would.
 import { EventEmitter } from "node:events";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions } from "../../server/engines/baileys/socket.js";
 
@@ -72,6 +74,23 @@ export class StandInSocket implements EngineSocket {
       this.qrTimer = setTimeout(show, world.qrIntervalMs);
     };
     show();
+    this.watchScans();
+  }
+
+  /** In a child gateway: scan a QR of this socket once the test has written it to STAND_IN_SCANS. */
+  private watchScans(): void {
+    const file = process.env.STAND_IN_SCANS;
+    if (!file) return;
+    const timer = setInterval(() => {
+      if (this.ended) return void clearInterval(timer);
+      if (!existsSync(file)) return;
+      const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+      const scan = lines.map((l) => JSON.parse(l) as { payload: string; phone: string; lid: string }).find((l) => this.qrs.includes(l.payload));
+      if (!scan) return;
+      clearInterval(timer);
+      this.scan(scan.phone, scan.lid);
+    }, 100);
+    timer.unref();
   }
 
   emit(event: string, arg: unknown): void {

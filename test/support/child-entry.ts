@@ -31,12 +31,16 @@ export function prepareChildGateways(): void {
     process.env.TEST_CHILD_ENTRY = "sources";
     return;
   }
-  // The stand-in is test code, not part of the build: compiled on its own (types only erased).
+  buildStandIn();
+  process.env.TEST_CHILD_ENTRY = "dist";
+}
+
+/** The stand-in is test code, not part of the build: compiled on its own (types only erased), beside dist/. */
+export function buildStandIn(): void {
   const source = readFileSync(STAND_IN_MODULE, "utf8");
   const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: STAND_IN_MODULE });
   mkdirSync(dirname(BUILT_STAND_IN), { recursive: true });
   writeFileSync(BUILT_STAND_IN, outputText);
-  process.env.TEST_CHILD_ENTRY = "dist";
 }
 
 /** Whether this run's children start from dist/ (so dist/ is current and must stay as it is). */

@@ -30,10 +30,11 @@ export class Mailbox {
     });
   }
 
-  async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    const { port } = this.server.server.address() as AddressInfo;
-    return `smtp://127.0.0.1:${port}`;
+  /** Listens on `port` (default: any free one); answers the SMTP_URL to give a gateway. */
+  async start(port = 0): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(port, "127.0.0.1", resolve));
+    const bound = (this.server.server.address() as AddressInfo).port;
+    return `smtp://127.0.0.1:${bound}`;
   }
 
   async stop(): Promise<void> {
