@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { ENGINE_NAMES, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
-import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
+import { parseAllowList, type AllowList } from "./outbound/address-policy.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 /** The owner of the first workspace outside production when ADMIN_EMAIL is unset. */

@@ -14,7 +14,7 @@ import { AiRunner, buildContext, costMicros, type AiRunnerOptions } from "../ser
 import { vendorRequestBody, type VendorRequest } from "../server/ai/vendor.js";
 import { newId } from "../server/ids.js";
 import { createLogger } from "../server/logger.js";
-import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST } from "../server/outbound/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";

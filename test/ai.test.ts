@@ -9,7 +9,7 @@ import { AiCredentialService } from "../server/ai/credentials.js";
 import { ApiError } from "../server/http/errors.js";
 import type { ApiKeyPrincipal } from "../server/http/principal.js";
 import { decrypt, keyId } from "../server/secrets.js";
-import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST } from "../server/outbound/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace } from "./support/actors.js";
 

@@ -10,7 +10,7 @@ import { expectOk } from "../sdk/src/index.js";
 import { ApiError } from "../server/http/errors.js";
 import type { SessionPrincipal } from "../server/http/principal.js";
 import { decrypt } from "../server/secrets.js";
-import { parseAllowList, type Lookup } from "../server/webhooks/address-policy.js";
+import { parseAllowList, type Lookup } from "../server/outbound/address-policy.js";
 import { WebhookEndpointService } from "../server/webhooks/service.js";
 import { Plan, Workspace } from "../server/workspace/entities.js";
 import { testEnv } from "./setup.js";

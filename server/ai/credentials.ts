@@ -7,7 +7,7 @@ import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
 import type { Principal } from "../http/principal.js";
 import { encrypt, keyId } from "../secrets.js";
-import { checkWebhookUrl, type AllowList } from "../webhooks/address-policy.js";
+import { checkWebhookUrl, type AllowList } from "../outbound/address-policy.js";
 import { audit } from "../workspace/audit.js";
 
 export interface AiCredentialOptions {

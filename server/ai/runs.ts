@@ -33,7 +33,7 @@ import { AI_RUN_JOB } from "../../jobs/names.js";
 import { refusalCode, type MessageSender } from "../messages/send.js";
 import { isRefusal } from "../messages/store/send-rules.js";
 import { decrypt } from "../secrets.js";
-import type { AllowList } from "../webhooks/address-policy.js";
+import type { AllowList } from "../outbound/address-policy.js";
 import { callVendor, VendorError, vendorRequestBody, type VendorRequest } from "./vendor.js";
 
 /** How long a contact written to from the linked phone is left to the human. */

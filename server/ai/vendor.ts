@@ -13,8 +13,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { Agent, fetch as undiciFetch } from "undici";
 import { performance } from "node:perf_hooks";
-import { checkWebhookUrl, type AllowList, type Lookup, type UrlCheckOptions } from "../webhooks/address-policy.js";
-import { pinnedLookup } from "../webhooks/safe-request.js";
+import { checkWebhookUrl, type AllowList, type Lookup, type UrlCheckOptions } from "../outbound/address-policy.js";
+import { pinnedLookup } from "../outbound/safe-request.js";
 
 export interface VendorRequest {
   provider: "vendorone_compatible" | "vendortwo";

@@ -20,9 +20,9 @@ import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 import { decrypt } from "../secrets.js";
-import type { AllowList, Lookup } from "./address-policy.js";
+import type { AllowList, Lookup } from "../outbound/address-policy.js";
 import type { AttemptTrigger, DeliveryStatus } from "./entities.js";
-import { deliverWebhook, WebhookDeliveryError } from "./safe-request.js";
+import { deliverWebhook, WebhookDeliveryError } from "../outbound/safe-request.js";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

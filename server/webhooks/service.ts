@@ -23,7 +23,7 @@ import { encrypt, randomToken } from "../secrets.js";
 import { audit } from "../workspace/audit.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { PERMISSIONS } from "../workspace/roles.js";
-import { checkWebhookUrl, type AllowList, type Lookup } from "./address-policy.js";
+import { checkWebhookUrl, type AllowList, type Lookup } from "../outbound/address-policy.js";
 
 /** Signing secrets: `whsec_` and 32 random bytes in base64url. */
 export const SECRET_PREFIX = "whsec_";

@@ -14,7 +14,7 @@ import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt, randomToken } from "../../secrets.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
 import { wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";

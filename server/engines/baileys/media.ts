@@ -1,11 +1,11 @@
 // Fetching a message's media from the URL the sender gave, through the outbound address policy
-// (server/webhooks/address-policy.ts): the host resolved once and checked, the connection pinned to
+// (server/outbound/address-policy.ts): the host resolved once and checked, the connection pinned to
 // the checked address, no redirects followed, a size limit and one timeout for the whole fetch.
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Media } from "../../../contract/index.js";
-import { checkWebhookUrl, type UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { classifyError, pinnedLookup } from "../../webhooks/safe-request.js";
+import { checkWebhookUrl, type UrlCheckOptions } from "../../outbound/address-policy.js";
+import { classifyError, pinnedLookup } from "../../outbound/safe-request.js";
 import { EngineError } from "../engine.js";
 
 /** The network's own ceiling for video and images is 16 MB; larger files are refused here. */

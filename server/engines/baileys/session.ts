@@ -7,7 +7,7 @@ import type { Media, ProviderEvent } from "../../../contract/index.js";
 import { backoffMs } from "../../backoff.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type NumberCheck, type OutboundMessage } from "../engine.js";
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
 import type { Leases } from "./lease.js";

@@ -1,4 +1,5 @@
-// Posts a webhook to an address that address-policy.ts has already checked, without resolving the
+// Requests an address that address-policy.ts has already checked (a webhook, a vendor call, a
+// media fetch), without resolving the
 // host again: the socket's lookup is replaced by one that answers with exactly the checked address.
 // The URL's hostname still drives the Host header, TLS SNI and certificate validation (which stays
 // on). Redirects are never followed (node's request does not follow them; a 3xx is returned as its
