@@ -126,11 +126,14 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     for (const o of opened.reverse()) await o.close();
     throw err;
   }
-  const { engines, listener, mailer } = ctx;
-  if (config.dispatch.enabled) ctx.dispatcher.start();
-  ctx.services.jobRelay.start();
-  ctx.services.webhookFanout.start();
-  ctx.services.webhookDeliverer.start();
+  const { engines, mailer } = ctx;
+  // Every loop of the process, in one list: started in this order, stopped in reverse with what
+  // was opened before them (the job runner, the LISTEN connection, the mailer, the database).
+  const loops = [...(config.dispatch.enabled ? [ctx.dispatcher] : []), ctx.services.webhookDeliverer, ctx.services.webhookFanout, ctx.services.jobRelay];
+  for (const loop of loops) {
+    loop.start();
+    opened.push({ close: () => loop.stop() });
+  }
 
   let stopping = false;
   handler = createApp(ctx, {
@@ -167,14 +170,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
         setTimeout(() => server.closeAllConnections(), 10_000).unref();
       });
-      await ctx.dispatcher.stop();
-      await ctx.services.webhookFanout.stop();
-      await ctx.services.jobRelay.stop();
-      await ctx.services.webhookDeliverer.stop();
-      await jobs.stop();
-      await listener.stop();
-      mailer.close();
-      await database.close();
+      for (const o of opened.reverse()) await o.close();
     },
   };
 }
