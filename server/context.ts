@@ -113,6 +113,8 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
     aiRuns: new AiRunner(deps.db, sender, deps.logger, {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,
+      vendorTimeoutMs: deps.config.ai.vendorTimeoutMs,
+      onUsageOverLimit: (provider) => deps.metrics.aiUsageOverLimit.inc({ provider }),
     }),
     jobRelay: new JobRelay(deps.db, deps.jobs, deps.logger),
   };
