@@ -51,6 +51,18 @@ if (AI_RUN_LEASE_MS < (AI_VENDOR_TIMEOUT_MAX_S + 30) * 1000) throw new Error("AI
 /** Messages of the conversation read to build a context (more never fit 32 KiB anyway). */
 const CONTEXT_MESSAGES = 200;
 
+/**
+ * A CTE member over the runs `r` a statement leases ($1 connection, $2 contact, `lease` the
+ * parameter of the lease in ms): the `ai.run` job that resumes them once the lease has passed,
+ * should the process holding them die; it finds nothing to do when they finished.
+ */
+function resumeJob(lease: string): string {
+  return `j AS (
+         INSERT INTO job_outbox (name, data, run_at)
+         SELECT DISTINCT '${AI_RUN_JOB}', jsonb_build_object('connection_id', $1::text, 'contact', $2::text), now() + ${lease} * interval '1 millisecond' FROM r
+       )`;
+}
+
 export const REDACTED = "[redacted]";
 /** What the model sees of a message without text. */
 export const MEDIA_PLACEHOLDER = "[media]";
@@ -235,26 +247,31 @@ export class AiRunner {
       this.db,
       `WITH d AS (
          DELETE FROM ai_debounce WHERE connection_id = $1 AND contact = $2 AND due_at <= now() RETURNING *
-       )
-       INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, lease_until)
-       SELECT $3, d.workspace_id, d.connection_id, d.message_id, d.contact, p.mode, p.model, 'pending', now() + $4 * interval '1 millisecond'
-         FROM d JOIN ai_policies p ON p.connection_id = d.connection_id AND p.enabled
-                JOIN workspaces w ON w.id = d.workspace_id
-                JOIN plans pl ON pl.id = w.plan_id AND pl.ai
-       ON CONFLICT (message_id) DO NOTHING
-       RETURNING ${RUN_COLUMNS}`,
+       ), r AS (
+         INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, lease_until)
+         SELECT $3, d.workspace_id, d.connection_id, d.message_id, d.contact, p.mode, p.model, 'pending', now() + $4 * interval '1 millisecond'
+           FROM d JOIN ai_policies p ON p.connection_id = d.connection_id AND p.enabled
+                  JOIN workspaces w ON w.id = d.workspace_id
+                  JOIN plans pl ON pl.id = w.plan_id AND pl.ai
+         ON CONFLICT (message_id) DO NOTHING
+         RETURNING ${RUN_COLUMNS}
+       ), ${resumeJob("$4")}
+       SELECT * FROM r`,
       [connectionId, contact, newId("airun"), AI_RUN_LEASE_MS],
     );
     return run ?? null;
   }
 
-  /** The pair's unfinished runs whose lease has passed, now held by this process. */
+  /** The pair's unfinished runs whose lease has passed, now held by this process (with the job that resumes them should it die). */
   private takeStale(connectionId: string, contact: string): Promise<RunRow[]> {
     return rows<RunRow>(
       this.db,
-      `UPDATE ai_runs SET lease_until = now() + $3 * interval '1 millisecond'
-        WHERE connection_id = $1 AND contact = $2 AND state <> 'done' AND lease_until < now()
-        RETURNING ${RUN_COLUMNS}`,
+      `WITH r AS (
+         UPDATE ai_runs SET lease_until = now() + $3 * interval '1 millisecond'
+          WHERE connection_id = $1 AND contact = $2 AND state <> 'done' AND lease_until < now()
+          RETURNING ${RUN_COLUMNS}
+       ), ${resumeJob("$3")}
+       SELECT * FROM r`,
       [connectionId, contact, AI_RUN_LEASE_MS],
     );
   }
@@ -265,7 +282,7 @@ export class AiRunner {
       if (run.state === "calling") await this.resumeCalling(run);
       else await this.fromStart(run, log);
     } catch (err) {
-      // Left with its lease: once it passes, the sweep hands the run to a job again.
+      // Left with its lease: once it passes, the job written with the lease resumes the run.
       log.error({ err }, "AI run failed; it is resumed when its lease passes");
       throw err;
     }
