@@ -4,6 +4,7 @@ import { initContract, isAppRoute, type AppRoute, type AppRouter } from "@ts-res
 import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
+import { conversations } from "./conversations.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -16,7 +17,7 @@ import { workspace } from "./workspace.js";
 const c = initContract();
 
 export const contract = c.router(
-  { messages, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops },
+  { messages, conversations, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops },
   { strictStatusCodes: true },
 );
 export type Contract = typeof contract;
@@ -28,6 +29,7 @@ export function routesOf(router: AppRouter, at: string[] = []): { name: string; 
 
 export * from "./common.js";
 export * from "./messages.js";
+export * from "./conversations.js";
 export * from "./connections.js";
 export * from "./schedules.js";
 export * from "./webhooks.js";

@@ -241,7 +241,8 @@ describe("Baileys engine (stand-in socket)", function () {
       expect(later!.from).to.equal(from);
       const unknownLid = uniqueLid();
       const unmapped = await recorded(upsert({ remoteJid: `${unknownLid}@lid` }, { conversation: "never seen" }));
-      expect(unmapped!.from).to.equal(`${unknownLid}@lid`);
+      // Unknown number: reported by its LID, in the form a reply can be addressed to.
+      expect(unmapped!.from).to.equal(`lid:${unknownLid}`);
     });
 
     it("records what the phone itself wrote as an outbound message the gateway did not send, and not the echo of its own sends", async () => {

@@ -72,6 +72,10 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "connections.update": { transport: "sandbox" },
   "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
+  "conversations.reply": { body: "x" },
+  "conversations.react": { emoji: "👍" },
+  "conversations.edit": { body: "x" },
+  "conversations.presence": { state: "typing" },
 };
 
 /** Workspace B's value for each of the route's path parameters. */
@@ -200,6 +204,9 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
       "oauth.id": authorizations.data[0]!.id,
       "ai.id": aiCredential.json.id as string,
       "ai.connection": pairing,
+      "conversations.id": scheduled.json.id as string,
+      "conversations.connection": linked,
+      "conversations.chat": "+15550001111",
     },
   };
 }

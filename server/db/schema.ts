@@ -19,7 +19,9 @@ import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
-import { JobOutbox1732250920000 } from "./migrations/1732250920000-job-outbox.js";
+import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
+import { Conversations1732251000000 } from "./migrations/1732251000000-conversations.js";
+import { JobOutbox1732251100000 } from "./migrations/1732251100000-job-outbox.js";
 
 export const ENTITIES = [
   Plan,
@@ -47,5 +49,7 @@ export const MIGRATIONS = [
   Ai1732250700000,
   AiRuns1732250800000,
   TimelineOrder1732250919000,
-  JobOutbox1732250920000,
+  ConnectionDetail1732250920000,
+  Conversations1732251000000,
+  JobOutbox1732251100000,
 ];
