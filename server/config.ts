@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { ENGINE_NAMES, type EngineName } from "../contract/connections.js";
+import { ENGINE_NAMES, ProxyUrl, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./outbound/address-policy.js";
 
@@ -73,6 +73,14 @@ const Env = z.object({
     .string()
     .regex(/^\d{1,4}\.\d{1,6}\.\d{1,12}$/, "must be major.minor.revision, e.g. 2.3000.1043857760")
     .optional(),
+  /** Baileys engine: milliseconds between two messages of one connection, `min-max`, each gap drawn between them. */
+  BAILEYS_PACE_MS: z
+    .string()
+    .regex(/^\d{1,6}-\d{1,6}$/, "must be min-max in milliseconds, e.g. 2000-5000")
+    .refine((v) => Number(v.split("-")[0]) <= Number(v.split("-")[1]), "min must not exceed max")
+    .default("2000-5000"),
+  /** Baileys engine: the proxy every connection's socket goes through unless it sets its own (socks5://, http://). */
+  BAILEYS_PROXY_URL: ProxyUrl.optional(),
 });
 
 export interface Config {
@@ -111,7 +119,7 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined; proxyUrl: string | undefined; pace: { minMs: number; maxMs: number } };
   /** MEDIA_MAX_BYTES: the largest media the media route streams. */
   mediaMaxBytes: number;
 }
@@ -176,7 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION, proxyUrl: e.BAILEYS_PROXY_URL, pace: { minMs: Number(e.BAILEYS_PACE_MS.split("-")[0]), maxMs: Number(e.BAILEYS_PACE_MS.split("-")[1]) } },
     mediaMaxBytes: e.MEDIA_MAX_BYTES,
   };
 }

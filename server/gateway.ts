@@ -95,6 +95,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         socketModule: config.baileys.socketModule,
         waVersion: config.baileys.waVersion,
         spoolDir: join(config.dataDir, "baileys-reports"),
+        defaultProxyUrl: config.baileys.proxyUrl,
+        pace: config.baileys.pace,
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked

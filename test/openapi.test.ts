@@ -104,6 +104,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/connections/{connection}/chats/{chat}/presence"],
   ["get", "/v1/messages/{id}/media"],
   ["post", "/v1/messages/poll"],
+  // product.md, "The real network, as its users meet it": a proxy per connection
+  ["put", "/v1/connections/{connection}/settings"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

@@ -31,6 +31,8 @@ export type Connection = { object: "connection"; id: string; phone: string | nul
 export type ConnectionCreated = { object: "connection"; id: string; phone: string | null; name: string | null; created_at: string; updated_at: string; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; detail: string | null; transport: string; callback_token: string; };
 export type ConnectionList = { data: { object: "connection"; id: string; phone: string | null; name: string | null; created_at: string; updated_at: string; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; detail: string | null; transport: string; }[]; };
 export type ConnectionParams = { connection: string; };
+export type ConnectionSettings = { proxy_url: string | null; };
+export type ConnectionSettingsBody = { proxy_url: string | null; };
 export type ConnectionState = "created" | "pairing" | "connected" | "disconnected" | "suspended";
 export type ConnectionStateEvent = { type: "connection.state"; state: "connected" | "disconnected"; event_id: string; phone?: string | undefined; detail?: string | undefined; still_linked?: boolean | undefined; };
 export type ConsentDecision = { redirect_to: string; };
@@ -86,8 +88,11 @@ export type MonthlyRecurrence = { type: "monthly"; hour: number; minute: number;
 export type NumberCheck = { phone: string; checked: boolean; on_network: boolean | null; };
 export type NumberCheckQuery = { connection: string; phone: string; };
 export type OAuthError = { error: string; error_description: string; };
-export type PairingGrant = { expires_at: string; grant_id: string; };
-export type PairingPayload = { expires_at: string; grant_id: string; payload: string; qr_svg: string; };
+export type Pairing = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; } | { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingCode = { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingGrant = { expires_at: string; method: "code" | "qr"; grant_id: string; };
+export type PairingMethod = "code" | "qr";
+export type PairingPayload = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; };
 export type PhoneOutboundEvent = { type: "message.outbound_from_phone"; provider_message_id: string; event_id: string; timestamp: string; to?: string | undefined; group?: string | undefined; body?: string | undefined; media?: { url: string; kind?: "image" | "video" | "audio" | "document" | undefined; mimetype?: string | undefined; filename?: string | undefined; } | undefined; location?: { latitude: number; longitude: number; title?: string | undefined; } | undefined; };
 export type Plan = { id: string; name: string; limits: { connections: number | null; messages_per_month: number | null; features: { scheduling: boolean; connection_webhooks: boolean; ai: boolean; mcp: boolean; member_management: boolean; }; }; };
 export type PlanFeatures = { scheduling: boolean; connection_webhooks: boolean; ai: boolean; mcp: boolean; member_management: boolean; };
@@ -196,9 +201,11 @@ export interface SvcClient {
     /** DELETE /v1/connections/:connection: Delete a connection */
     delete: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 204; body: undefined; headers: Headers; }>;
     /** POST /v1/connections/:connection/pair: Open a pairing grant */
-    pair: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
-    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload */
-    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingPayload; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    pair: (args: { params: { connection: string; }; body?: { phone?: string | undefined; method?: "code" | "qr" | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
+    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload or pairing code */
+    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: Pairing; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    /** PUT /v1/connections/:connection/settings: Change a connection's settings (extension) */
+    settings: (args: { params: { connection: string; }; body: { proxy_url: string | null; }; } & CallOptions) => Promise<{ status: 200; body: { proxy_url: string | null; }; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/suspend: Suspend a connection */
     suspend: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/resume: Resume a suspended connection */

@@ -1,4 +1,4 @@
-// Follow-up work is written to the job outbox (migration 1732251100000-job-outbox) by the
+// Follow-up work is written to the job outbox (migration 1732261400000-job-outbox) by the
 // statement, or in the transaction, that makes it necessary; jobs/outbox.ts relays it to Agenda.
 // Nothing creates a job after a commit, so a crash can lose none.
 import type { EntityManager } from "typeorm";

@@ -13,7 +13,7 @@ import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 
 const BATCH = 500;
-/** Every insert into events NOTIFYs this channel on commit (migration 1732251100000-job-outbox). */
+/** Every insert into events NOTIFYs this channel on commit (migration 1732261400000-job-outbox). */
 export const EVENTS_CHANNEL = "svc_events";
 const IDLE_POLL_MS = 200;
 

@@ -7,8 +7,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  * unique key, and deletes it. Inserts into it and into events NOTIFY, so that the relay and the
  * webhook fan-out of every process start at once rather than at their next poll.
  */
-export class JobOutbox1732251100000 implements MigrationInterface {
-  name = "JobOutbox1732251100000";
+export class JobOutbox1732261400000 implements MigrationInterface {
+  name = "JobOutbox1732261400000";
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
