@@ -26,6 +26,7 @@ import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-cod
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
 import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
+import { JobOutbox1732261400000 } from "./migrations/1732261400000-job-outbox.js";
 
 export const ENTITIES = [
   Plan,
@@ -60,4 +61,5 @@ export const MIGRATIONS = [
   ConnectionProxy1732261100000,
   DispatchPace1732261200000,
   NumberChecks1732261300000,
+  JobOutbox1732261400000,
 ];
