@@ -90,6 +90,13 @@ function fitsString(schema: SchemaObject, value: unknown): value is string {
   return true;
 }
 
+/** Whether a named object value has every field the object schema requires, and only fields it names. */
+function fitsObject(schema: SchemaObject, value: unknown): boolean {
+  if (schema.type !== "object" || typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  return (schema.required ?? []).every((k) => keys.includes(k)) && (!schema.properties || keys.every((k) => k in schema.properties!));
+}
+
 function idPrefix(schema: SchemaObject): string | undefined {
   return /Identifier with prefix `(\w+)_`/.exec(schema.description ?? "")?.[1];
 }
@@ -135,8 +142,7 @@ export function exampleOf(schema: SchemaObject | ReferenceObject, components: Co
   if (schema.const !== undefined) return schema.const;
   if (schema.enum) return name !== undefined && schema.enum.includes(BY_NAME[name]) ? BY_NAME[name] : schema.enum[0];
   const named = name !== undefined ? BY_NAME[name] : undefined;
-  const namedObject = schema.type === "object" && typeof named === "object" && named !== null && !Array.isArray(named);
-  if (namedObject || (schema.type === "array" && Array.isArray(named))) return named;
+  if (fitsObject(schema, named) || (schema.type === "array" && Array.isArray(named))) return named;
   const variants = schema.anyOf ?? schema.oneOf;
   if (variants) {
     const first = variants.find((v) => !("type" in v && v.type === "null")) ?? variants[0]!;
