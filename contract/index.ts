@@ -4,6 +4,7 @@ import { initContract, isAppRoute, type AppRoute, type AppRouter } from "@ts-res
 import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
+import { groups } from "./groups.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -15,10 +16,23 @@ import { workspace } from "./workspace.js";
 
 const c = initContract();
 
-export const contract = c.router(
-  { messages, connections, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops },
-  { strictStatusCodes: true },
-);
+const routers = { messages, connections, groups, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops };
+// Spelled out so that declaration files name each resource's router instead of expanding the
+// whole contract (which exceeds what the compiler serializes); every router is already strict.
+export const contract: {
+  messages: typeof messages;
+  connections: typeof connections;
+  groups: typeof groups;
+  schedules: typeof schedules;
+  webhooks: typeof webhooks;
+  ai: typeof ai;
+  workspace: typeof workspace;
+  team: typeof team;
+  auth: typeof auth;
+  oauth: typeof oauth;
+  mcp: typeof mcp;
+  ops: typeof ops;
+} = c.router(routers, { strictStatusCodes: true });
 export type Contract = typeof contract;
 
 /** Every route of `router`, with its dotted name (`messages.cancel`). */
@@ -29,6 +43,7 @@ export function routesOf(router: AppRouter, at: string[] = []): { name: string; 
 export * from "./common.js";
 export * from "./messages.js";
 export * from "./connections.js";
+export * from "./groups.js";
 export * from "./schedules.js";
 export * from "./webhooks.js";
 export * from "./ai.js";

@@ -5,6 +5,7 @@ import { contract } from "../contract/index.js";
 import { aiRouter } from "./ai/handlers.js";
 import { authRouter } from "./auth/handlers.js";
 import { connectionsRouter } from "./connections/handlers.js";
+import { groupsRouter } from "./groups/handlers.js";
 import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js";
 import type { AppContext } from "./context.js";
 import { allowedMethods } from "./http/allowed-methods.js";
@@ -67,6 +68,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   const router = s.router(contract, {
     messages: messagesRouter(ctx),
     connections: connectionsRouter(ctx),
+    groups: groupsRouter(ctx),
     schedules: schedulesRouter(ctx),
     webhooks: webhooksRouter(ctx),
     ai: aiRouter(ctx),

@@ -94,6 +94,15 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/ai/policies"],
   // issue 19: a connection made on an engine the gateway does not run is moved to one it does
   ["patch", "/v1/connections/{connection}"],
+  // issue 24: the groups of a connection's number (product.md, "Groups")
+  ["get", "/v1/connections/{connection}/groups"],
+  ["post", "/v1/connections/{connection}/groups"],
+  ["get", "/v1/connections/{connection}/groups/{group}"],
+  ["patch", "/v1/connections/{connection}/groups/{group}"],
+  ["post", "/v1/connections/{connection}/groups/{group}/participants"],
+  ["post", "/v1/connections/{connection}/groups/{group}/leave"],
+  ["get", "/v1/connections/{connection}/groups/{group}/invite"],
+  ["post", "/v1/connections/{connection}/groups/{group}/invite"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

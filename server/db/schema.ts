@@ -18,6 +18,7 @@ import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
 import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
+import { Groups1732260000000 } from "./migrations/1732260000000-groups.js";
 
 export const ENTITIES = [
   Plan,
@@ -44,4 +45,5 @@ export const MIGRATIONS = [
   OAuth1732250600000,
   Ai1732250700000,
   AiRuns1732250800000,
+  Groups1732260000000,
 ];

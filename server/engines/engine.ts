@@ -39,6 +39,53 @@ export interface NumberCheck {
   onNetwork: boolean | null;
 }
 
+/** A participant of a group as the network gives it: a phone number, a LID, or both. */
+export interface EngineGroupParticipant {
+  phone: string | null;
+  lid: string | null;
+  role: "member" | "admin" | "superadmin";
+}
+
+/** A group's metadata as the network gives it. */
+export interface EngineGroup {
+  id: string;
+  subject: string;
+  description: string | null;
+  announce: boolean;
+  locked: boolean;
+  createdAt: Date;
+  participants: EngineGroupParticipant[];
+}
+
+export type EngineParticipantOutcome =
+  | "added"
+  | "already_member"
+  | "not_on_network"
+  | "invited"
+  | "refused"
+  | "removed"
+  | "promoted"
+  | "demoted"
+  | "not_member";
+
+/**
+ * The groups of a linked number. Failures are EngineErrors whose code says which: `group_not_found`
+ * (the number is not in the group), `not_group_admin` (the network requires an admin), or
+ * `session_not_linked`.
+ */
+export interface EngineGroups {
+  /** Every group the number is in, with participants (one network request). */
+  list(connection: EngineConnection): Promise<EngineGroup[]>;
+  get(connection: EngineConnection, groupId: string): Promise<EngineGroup>;
+  create(connection: EngineConnection, subject: string, phones: string[]): Promise<{ group: EngineGroup; outcomes: EngineParticipantOutcome[] }>;
+  update(connection: EngineConnection, groupId: string, change: { subject?: string; description?: string; announce?: boolean; locked?: boolean }): Promise<void>;
+  participants(connection: EngineConnection, groupId: string, action: "add" | "remove" | "promote" | "demote", phones: string[]): Promise<EngineParticipantOutcome[]>;
+  leave(connection: EngineConnection, groupId: string): Promise<void>;
+  inviteCode(connection: EngineConnection, groupId: string): Promise<string>;
+  /** Revokes the current invite code; answers the new one. */
+  revokeInvite(connection: EngineConnection, groupId: string): Promise<string>;
+}
+
 export interface Engine {
   /** The `providerName` in callback URLs, e.g. "sandbox". */
   readonly name: string;
@@ -58,6 +105,8 @@ export interface Engine {
    */
   sendMany?(connection: EngineConnection, messages: OutboundMessage[]): Promise<({ providerMessageId: string } | EngineError)[]>;
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
+  /** Optional: the groups of the linked number; without it the group routes answer 503. */
+  readonly groups?: EngineGroups;
   /**
    * Unlink the device (connection deleted) and forget the session. The gateway asked for it, so
    * the engine sends no `connection.state` report about it.

@@ -14,7 +14,7 @@ export function uniquePhone(prefix = "+1557"): string {
 
 /** A call to the sandbox control API; answers the status and the parsed JSON body. */
 export async function sandbox(
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "PATCH",
   path: string,
   body?: unknown,
   baseUrl = testEnv().baseUrl,

@@ -14,6 +14,7 @@ import { CallbackOutbox, type CallbackUrlResolver } from "./outbox.js";
 import { insertReportsSql, newProviderMessageId, reportRows, type QueuedReport } from "./reports.js";
 import type { Faults } from "./schemas.js";
 import { SandboxNetwork } from "./network.js";
+import { SandboxGroups } from "./groups.js";
 
 export const SANDBOX_ENGINE = "sandbox";
 /** Receipts follow a send this many milliseconds apart: sent, then delivered, then read. */
@@ -36,13 +37,15 @@ export class SandboxEngine implements Engine {
   readonly name = SANDBOX_ENGINE;
   /** The other side of the simulated network, driven by the control API. */
   readonly network: SandboxNetwork;
-  private readonly db: DataSource;
+  readonly groups: SandboxGroups;
+  readonly db: DataSource;
   private readonly outbox: CallbackOutbox;
 
   constructor(options: SandboxOptions) {
     this.db = options.db;
     this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor);
     this.network = new SandboxNetwork(options.db, () => this.outbox.wake());
+    this.groups = new SandboxGroups(options.db, () => this.latency());
   }
 
   async open(): Promise<void> {

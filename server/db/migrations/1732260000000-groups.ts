@@ -1,0 +1,37 @@
+import type { MigrationInterface, QueryRunner } from "typeorm";
+
+/**
+ * Groups in the sandbox's simulated network: each group, its members with their roles, and how
+ * a contact answers being added to a group (their privacy setting).
+ */
+export class Groups1732260000000 implements MigrationInterface {
+  name = "Groups1732260000000";
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE sandbox_contacts ADD COLUMN group_add text NOT NULL DEFAULT 'allow' CHECK (group_add IN ('allow','invite','refuse'));
+
+      CREATE TABLE sandbox_groups (
+        id text PRIMARY KEY,
+        subject text NOT NULL,
+        description text,
+        announce boolean NOT NULL DEFAULT false,
+        locked boolean NOT NULL DEFAULT false,
+        invite_code text,
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      );
+
+      CREATE TABLE sandbox_group_members (
+        group_id text NOT NULL REFERENCES sandbox_groups(id) ON DELETE CASCADE,
+        phone text NOT NULL,
+        role text NOT NULL CHECK (role IN ('member','admin','superadmin')),
+        PRIMARY KEY (group_id, phone)
+      );
+      CREATE INDEX sandbox_group_members_phone ON sandbox_group_members(phone);
+    `);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE sandbox_group_members, sandbox_groups; ALTER TABLE sandbox_contacts DROP COLUMN group_add`);
+  }
+}

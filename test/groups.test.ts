@@ -1,0 +1,236 @@
+// Groups over HTTP on the sandbox engine: listing, reading, creating with an outcome per
+// participant, changing subject/description/settings, acting on participants, leaving, the invite
+// link; the refusals (404 unknown group, 403 not_group_admin, 409 not connected) and the limits at
+// their edges (subject 100/101, participants 256/257). The network side is played through the
+// sandbox control API.
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import { expectOk } from "../sdk/src/index.js";
+import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
+import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
+
+const SCOPES = ["connections:read", "connections:write"] as const;
+
+describe("groups (sandbox)", () => {
+  let ws: TestWorkspace;
+  let client: Client;
+  let auth: Record<string, string>;
+  let slug: string;
+  let linked: string;
+  const base = () => `/v1/connections/${slug}/groups`;
+  const path = (group: string, tail = "") => `${base()}/${encodeURIComponent(group)}${tail}`;
+
+  /** A group made on the network side with the linked number in it as `role`. */
+  async function networkGroup(role: "member" | "admin" | "superadmin", extra: Record<string, unknown> = {}): Promise<string> {
+    const res = await sandbox("POST", "/groups", { phone: linked, role, subject: `Team ${randomBytes(2).toString("hex")}`, ...extra });
+    expect(res.status).to.equal(201);
+    return res.json.id as string;
+  }
+
+  before(async () => {
+    ws = await newWorkspace("pro");
+    const issued = await ws.key([...SCOPES]);
+    client = issued.client;
+    auth = { authorization: `Bearer ${issued.key}` };
+    slug = `groups-${randomBytes(3).toString("hex")}`;
+    linked = uniquePhone("+1556");
+    await pairConnection(client, slug, linked);
+  });
+
+  it("creates a group with an outcome per participant and reads it back with roles", async () => {
+    const [plain, invite, refuse, off] = [uniquePhone(), uniquePhone(), uniquePhone(), uniquePhone()];
+    await sandbox("POST", "/numbers", { phone: invite, group_add: "invite" });
+    await sandbox("POST", "/numbers", { phone: refuse, group_add: "refuse" });
+    await sandbox("POST", "/numbers", { phone: off, on_network: false });
+    const created = await expectOk(client.groups.create({ params: { connection: slug }, body: { subject: "Night shift", participants: [plain, invite, refuse, off, linked] } }));
+    expect(created).to.include({ object: "group", subject: "Night shift", own_role: "superadmin", size: 2, description: null, announce: false, locked: false });
+    expect(created.id).to.match(/@g\.us$/);
+    expect(created.outcomes).to.deep.equal([
+      { phone: plain, outcome: "added" },
+      { phone: invite, outcome: "invited" },
+      { phone: refuse, outcome: "refused" },
+      { phone: off, outcome: "not_on_network" },
+      { phone: linked, outcome: "already_member" },
+    ]);
+    const got = await expectOk(client.groups.get({ params: { connection: slug, group: created.id } }));
+    expect(got.participants).to.have.deep.members([
+      { phone: linked, lid: null, role: "superadmin" },
+      { phone: plain, lid: null, role: "member" },
+    ]);
+    const listed = await expectOk(client.groups.list({ params: { connection: slug } }));
+    expect(listed.data.find((g) => g.id === created.id)).to.deep.equal({
+      id: created.id,
+      object: "group",
+      subject: "Night shift",
+      size: 2,
+      own_role: "superadmin",
+      created_at: created.created_at,
+    });
+  });
+
+  it("pages the list newest first with a cursor bound to the connection", async () => {
+    for (let i = 0; i < 3; i++) await networkGroup("member");
+    const first = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 2 } }));
+    expect(first.data).to.have.length(2);
+    expect(first.next_cursor).to.be.a("string");
+    const second = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100, cursor: first.next_cursor! } }));
+    const ids = [...first.data, ...second.data].map((g) => g.id);
+    expect(new Set(ids).size).to.equal(ids.length);
+    const all = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } }));
+    expect(ids).to.deep.equal(all.data.map((g) => g.id));
+    const times = all.data.map((g) => g.created_at);
+    expect([...times].sort().reverse()).to.deep.equal(times);
+    expect((await http("GET", `${base()}?cursor=${first.next_cursor!.slice(0, -2)}xx`, { headers: auth })).status).to.equal(400);
+  });
+
+  it("follows what the network side does: joins, leaves, promotions and subject changes", async () => {
+    const group = await networkGroup("member");
+    const [a, b] = [uniquePhone(), uniquePhone()];
+    expect((await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "join", phones: [a, b] })).status).to.equal(200);
+    await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "leave", phones: [b] });
+    await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "promote", phones: [a, linked] });
+    expect((await sandbox("PATCH", `/groups/${encodeURIComponent(group)}`, { subject: "Renamed", description: "About" })).status).to.equal(200);
+    const got = await expectOk(client.groups.get({ params: { connection: slug, group } }));
+    expect(got).to.include({ subject: "Renamed", description: "About", own_role: "admin", size: 2 });
+    expect(got.participants.map((p) => [p.phone, p.role])).to.have.deep.members([
+      [linked, "admin"],
+      [a, "admin"],
+    ]);
+    expect((await sandbox("POST", "/groups/120363000000000000@g.us/members", { action: "join", phones: [a] })).status).to.equal(404);
+  });
+
+  it("acts on participants with an outcome each, and refuses a member who is not an admin (403)", async () => {
+    const group = await networkGroup("admin");
+    const [a, b, stranger] = [uniquePhone(), uniquePhone(), uniquePhone()];
+    const act = (action: "add" | "remove" | "promote" | "demote", participants: string[]) =>
+      client.groups.participants({ params: { connection: slug, group }, body: { action, participants } });
+    expect((await expectOk(act("add", [a, b]))).data).to.deep.equal([
+      { phone: a, outcome: "added" },
+      { phone: b, outcome: "added" },
+    ]);
+    expect((await expectOk(act("add", [a]))).data).to.deep.equal([{ phone: a, outcome: "already_member" }]);
+    expect((await expectOk(act("promote", [a, stranger]))).data).to.deep.equal([
+      { phone: a, outcome: "promoted" },
+      { phone: stranger, outcome: "not_member" },
+    ]);
+    expect((await expectOk(act("demote", [a]))).data).to.deep.equal([{ phone: a, outcome: "demoted" }]);
+    expect((await expectOk(act("remove", [b]))).data).to.deep.equal([{ phone: b, outcome: "removed" }]);
+
+    const memberOnly = await networkGroup("member");
+    const refused = await http("POST", path(memberOnly, "/participants"), { headers: auth, body: { action: "add", participants: [a] } });
+    expect(refused.status).to.equal(403);
+    expect(refused.json.code).to.equal("not_group_admin");
+    const after = await expectOk(client.groups.get({ params: { connection: slug, group: memberOnly } }));
+    expect(after.size).to.equal(1);
+  });
+
+  it("changes subject, description and settings; settings and a locked group need an admin", async () => {
+    const group = await networkGroup("admin");
+    const changed = await expectOk(client.groups.update({ params: { connection: slug, group }, body: { subject: "s".repeat(100), description: "d".repeat(2048), announce: true } }));
+    expect(changed).to.include({ subject: "s".repeat(100), description: "d".repeat(2048), announce: true, locked: false });
+    const cleared = await expectOk(client.groups.update({ params: { connection: slug, group }, body: { description: "" } }));
+    expect(cleared.description).to.equal(null);
+
+    const open = await networkGroup("member");
+    expect((await expectOk(client.groups.update({ params: { connection: slug, group: open }, body: { subject: "Members may" } }))).subject).to.equal("Members may");
+    const settings = await http("PATCH", path(open), { headers: auth, body: { locked: true } });
+    expect(settings.status).to.equal(403);
+    expect(settings.json.code).to.equal("not_group_admin");
+    const locked = await networkGroup("member", { locked: true });
+    const subject = await http("PATCH", path(locked), { headers: auth, body: { subject: "Not allowed" } });
+    expect(subject.status).to.equal(403);
+    expect((await expectOk(client.groups.get({ params: { connection: slug, group: locked } }))).subject).to.not.equal("Not allowed");
+  });
+
+  it("gives the invite link to an admin, renews it on POST, and refuses a plain member", async () => {
+    const group = await networkGroup("admin");
+    const first = await expectOk(client.groups.invite({ params: { connection: slug, group } }));
+    expect(first.link).to.equal(`https://chat.whatsapp.com/${first.code}`);
+    expect((await expectOk(client.groups.invite({ params: { connection: slug, group } }))).code).to.equal(first.code);
+    const renewed = await expectOk(client.groups.revokeInvite({ params: { connection: slug, group } }));
+    expect(renewed.code).to.not.equal(first.code);
+    const member = await networkGroup("member");
+    const refused = await http("GET", path(member, "/invite"), { headers: auth });
+    expect(refused.status).to.equal(403);
+    expect(refused.json.code).to.equal("not_group_admin");
+  });
+
+  it("leaves a group, which is then unknown (404)", async () => {
+    const group = await networkGroup("member");
+    expect((await http("POST", path(group, "/leave"), { headers: auth })).status).to.equal(204);
+    for (const [method, tail] of [["GET", ""], ["POST", "/leave"], ["GET", "/invite"]] as const) {
+      const res = await http(method, path(group, tail), { headers: auth });
+      expect(res.status, `${method} ${tail}`).to.equal(404);
+      expect(res.json.code).to.equal("not_found");
+    }
+    const listed = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } }));
+    expect(listed.data.map((g) => g.id)).to.not.include(group);
+  });
+
+  it("answers 404 for an unknown group and for a group of another number", async () => {
+    expect((await http("GET", path("120363999999999999@g.us"), { headers: auth })).status).to.equal(404);
+    const other = await sandbox("POST", "/groups", { phone: uniquePhone(), subject: "Elsewhere" });
+    const res = await http("PATCH", path(other.json.id as string), { headers: auth, body: { subject: "Mine now" } });
+    expect(res.status).to.equal(404);
+  });
+
+  it("tests subject 100/101 and participants 256/257, and refuses bad bodies without changing anything", async () => {
+    const participants = (n: number) => Array.from({ length: n }, () => uniquePhone());
+    const create = (body: unknown) => http("POST", base(), { headers: auth, body });
+    const before = (await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } }))).data.length;
+    for (const body of [
+      { subject: "s".repeat(101), participants: participants(1) },
+      { subject: "", participants: participants(1) },
+      { subject: "ok", participants: [] },
+      { subject: "ok", participants: participants(257) },
+      { subject: "ok", participants: participants(1), extra: true },
+    ]) {
+      const res = await create(body);
+      expect(res.status).to.equal(400);
+      expect(res.json.code).to.equal("validation_failed");
+    }
+    const after = (await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } }))).data.length;
+    expect(after).to.equal(before);
+    const big = await create({ subject: "s".repeat(100), participants: participants(256) });
+    expect(big.status).to.equal(201);
+    expect(big.json.size).to.equal(257);
+
+    const group = big.json.id as string;
+    const act = (n: number) => http("POST", path(group, "/participants"), { headers: auth, body: { action: "add", participants: participants(n) } });
+    expect((await act(257)).status).to.equal(400);
+    expect((await act(256)).status).to.equal(200);
+    const patch = (body: unknown) => http("PATCH", path(group), { headers: auth, body });
+    expect((await patch({ subject: "s".repeat(101) })).status).to.equal(400);
+    expect((await patch({ description: "d".repeat(2049) })).status).to.equal(400);
+    expect((await patch({})).status).to.equal(400);
+    expect((await patch({ action: "remove" })).status).to.equal(400);
+    expect((await http("POST", path(group, "/participants"), { headers: auth, body: { action: "kick", participants: [linked] } })).status).to.equal(400);
+  });
+
+  it("answers 409 while the connection is not connected, and 404 for an unknown connection", async () => {
+    const idle = `idle-${randomBytes(3).toString("hex")}`;
+    await expectOk(client.connections.create({ body: { slug: idle } }));
+    for (const [method, p, body] of [
+      ["GET", `/v1/connections/${idle}/groups`, undefined],
+      ["GET", `/v1/connections/${idle}/groups/120363000000000001@g.us`, undefined],
+      ["POST", `/v1/connections/${idle}/groups`, { subject: "x", participants: [uniquePhone()] }],
+    ] as const) {
+      const res = await http(method, p, { headers: auth, body });
+      expect(res.status, p).to.equal(409);
+      expect(res.json.code).to.equal("connection_not_ready");
+    }
+    expect((await http("GET", "/v1/connections/nope-none/groups", { headers: auth })).status).to.equal(404);
+  });
+
+  it("needs connections:read to read and connections:write to change; another workspace sees no group", async () => {
+    const reader = await ws.key(["connections:read"]);
+    const headers = { authorization: `Bearer ${reader.key}` };
+    const group = await networkGroup("admin");
+    expect((await http("GET", path(group), { headers })).status).to.equal(200);
+    const refused = await http("POST", path(group, "/participants"), { headers, body: { action: "add", participants: [uniquePhone()] } });
+    expect(refused.status).to.equal(403);
+    expect(refused.json.code).to.equal("insufficient_scope");
+    const stranger = await (await newWorkspace("pro")).key([...SCOPES]);
+    expect((await http("GET", path(group), { headers: { authorization: `Bearer ${stranger.key}` } })).status).to.equal(404);
+  });
+});
