@@ -149,7 +149,9 @@ export const oauth = c.router(
       summary: "Begin the authorization-code flow",
       description:
         "Redirects to the consent page, where a signed-in owner, admin or developer approves the scopes; the decision " +
-        "redirects to `redirect_uri` with `code` or `error`. A bad client or redirect URI is never redirected to: 400.",
+        "redirects to `redirect_uri` with `code` or `error`. A bad client or redirect URI, or either given twice, is never " +
+        "redirected to: 400. Any other error is redirected to `redirect_uri` only when a member has approved the client " +
+        "with that URI; otherwise it is shown on an HTML page (400), never redirected (RFC 9700 4.11).",
       query: AuthorizeQuery,
       responses: { 302: NoBody, ...problems(400, 429) },
       metadata: meta,
@@ -158,7 +160,9 @@ export const oauth = c.router(
       method: "POST",
       path: "/v1/oauth/token",
       summary: "Exchange a code or refresh token for tokens",
-      description: "Authorization code with PKCE (S256), or a refresh token (rotated on every use). Codes are single use.",
+      description:
+        "Authorization code with PKCE (S256), or a refresh token (rotated on every use) with the `client_id` it was issued to. " +
+        "Codes are single use; a parameter given twice is `invalid_request`.",
       contentType: "application/x-www-form-urlencoded",
       body: TokenRequestBody,
       responses: { 200: TokenResponse, 400: OAuthError, ...problems(429) },

@@ -37,6 +37,13 @@ export class JobRunner {
   /** Jobs running in this process, from Agenda's `start` to its `complete` (emitted once the job is saved and unlocked). */
   private readonly running = new Set<object>();
 
+  /** Whether this process takes jobs: false from the moment a pause begins. */
+  private taking = false;
+  /** Counts the pauses: a lock asked for before the current one began is given back when it lands. */
+  private pauses = 0;
+  /** Locks asked for and not yet landed (each gives its job back itself if a pause began meanwhile). */
+  private readonly locking = new Set<Promise<unknown>>();
+
   private constructor(
     agenda: Agenda,
     private readonly logger: Logger,
@@ -46,6 +53,32 @@ export class JobRunner {
     this.agenda = agenda;
     agenda.on("start", (job: object) => this.running.add(job));
     agenda.on("complete", (job: object) => this.running.delete(job));
+    this.guardLocks();
+  }
+
+  /**
+   * Agenda's stop() unlocks the jobs it holds when it is called, but a lock it asked for just
+   * before (its queue filling runs on, and keeps asking while it finds jobs) lands afterwards and
+   * is never given back: the job stays locked for its whole lock lifetime, a recurring lane
+   * included. Every lock goes through here: none is taken while paused, and one that lands after a
+   * pause began is given back at once.
+   */
+  private guardLocks(): void {
+    const repository = this.agenda.db;
+    const getNextJobToRun = repository.getNextJobToRun.bind(repository);
+    repository.getNextJobToRun = (...args) => {
+      if (!this.taking) return Promise.resolve(undefined);
+      const pauses = this.pauses;
+      const landed = getNextJobToRun(...args).then(async (job) => {
+        if (!job || pauses === this.pauses) return job;
+        if (job._id !== undefined) await repository.unlockJobs([job._id]);
+        return undefined;
+      });
+      this.locking.add(landed);
+      const forget = () => this.locking.delete(landed);
+      landed.then(forget, forget);
+      return landed;
+    };
   }
 
   static async create(options: JobRunnerOptions): Promise<JobRunner> {
@@ -125,6 +158,7 @@ export class JobRunner {
   }
 
   async start(): Promise<void> {
+    this.taking = true;
     await this.agenda.start();
     this.started = true;
   }
@@ -135,18 +169,28 @@ export class JobRunner {
 
   /**
    * Takes no more jobs and gives back at once those it had locked ahead of their time (Agenda
-   * locks what falls due before its next scan), then lets the jobs in flight finish, up to
-   * `timeoutMs`. (Agenda's drain() would leave the ones locked ahead locked for their whole lock
-   * lifetime: a recurring lane, or a job due in a second, would wait that long for another process.)
+   * locks what falls due before its next scan) and those whose lock was landing as it paused,
+   * then lets the jobs in flight finish, up to `timeoutMs`. The connection stays open: start()
+   * takes jobs again. (Agenda's drain() would leave the ones locked ahead locked for their whole
+   * lock lifetime: a recurring lane, or a job due in a second, would wait that long for another
+   * process.)
    */
+  async pause(timeoutMs = 10_000): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    this.taking = false;
+    this.pauses += 1;
+    await this.agenda.stop(false);
+    // The locks landing after Agenda's stop unlocked what it held, each given back as it lands.
+    await Promise.allSettled([...this.locking]);
+    // Until each running job is saved and unlocked.
+    const deadline = Date.now() + timeoutMs;
+    while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  /** pause(), then closes the backend's connections. */
   async stop(timeoutMs = 10_000): Promise<void> {
-    if (this.started) {
-      this.started = false;
-      await this.agenda.stop(false);
-      // Until each running job is saved and unlocked: the pool is closed right after.
-      const deadline = Date.now() + timeoutMs;
-      while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await this.pause(timeoutMs);
     await this.closeBackend();
   }
 }

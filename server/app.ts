@@ -12,7 +12,7 @@ import { allowedMethods } from "./http/allowed-methods.js";
 import { authenticate } from "./http/authenticate.js";
 import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/errors.js";
 import { JSON_TYPES, jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
-import { checkInput } from "./http/input-check.js";
+import { checkInput, refuseRepeatedHeaders } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
 import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
@@ -41,11 +41,18 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
 
   app.use(requestContext(ctx.logger));
   app.use(ctx.metrics.middleware());
+  // Every answer, the API's and the dashboard's: a browser never guesses a type we did not send.
+  app.use((_req, res, next) => {
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    next();
+  });
+  app.use(refuseRepeatedHeaders);
   // Spec 4.10: a callback's token is checked before anything about its body.
   app.post(PROVIDER_CALLBACK_PATH, providerTokenCheck(ctx));
   app.use(refuseOversizedBodies);
   app.use(jsonBody);
-  app.use(express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
+  // Forms only where OAuth requires one (RFC 6749 3.2): nowhere else can a cross-site form post.
+  app.post(contract.oauth.token.path, express.urlencoded({ extended: false, limit: MAX_BODY_BYTES }));
   app.use(opsRouter(ctx.config, ctx.metrics, readiness));
   // The simulated network's control API: only when the sandbox is enabled (never in production).
   const sandbox = sandboxControl(ctx.config, ctx.engines);

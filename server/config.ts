@@ -7,6 +7,9 @@ import { ENGINE_NAMES, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
+/** The largest AI_VENDOR_TIMEOUT_S: a run's lease (server/ai/runs.ts) outlasts it with a send to spare. */
+export const AI_VENDOR_TIMEOUT_MAX_S = 150;
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 /** The owner of the first workspace outside production when ADMIN_EMAIL is unset. */
 export const DEVELOPMENT_ADMIN_EMAIL = "admin@localhost";
@@ -44,6 +47,8 @@ const Env = z.object({
     .optional(),
   /** AI debounce: inbound messages of one contact this close together get one run; the product promise is 3 s, lower values are for tests. */
   AI_DEBOUNCE_MS: z.coerce.number().int().min(100).max(3_000).default(3_000),
+  /** One time bound per AI run's vendor call, retries and their waits included (docs/ai.md). */
+  AI_VENDOR_TIMEOUT_S: z.coerce.number().int().min(1).max(AI_VENDOR_TIMEOUT_MAX_S).default(30),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Express "trust proxy": which hops may set X-Forwarded-For (e.g. `loopback`, `1`). Unset: none. */
   TRUST_PROXY: z.string().min(1).optional(),
@@ -91,7 +96,7 @@ export interface Config {
     /** Retry delays in milliseconds when overridden by WEBHOOK_RETRY_SCHEDULE; else undefined. */
     retryScheduleMs: number[] | undefined;
   };
-  ai: { debounceMs: number };
+  ai: { debounceMs: number; vendorTimeoutMs: number };
   logLevel: (typeof LOG_LEVELS)[number];
   apiRateLimitPerMinute: number;
   apiRateLimitBurst: number;
@@ -155,7 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE?.split(",").map((s) => Math.round(Number(s.trim()) * 1000)),
     },
-    ai: { debounceMs: e.AI_DEBOUNCE_MS },
+    ai: { debounceMs: e.AI_DEBOUNCE_MS, vendorTimeoutMs: e.AI_VENDOR_TIMEOUT_S * 1000 },
     logLevel: e.LOG_LEVEL,
     apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
     apiRateLimitBurst: e.API_RATE_LIMIT_BURST ?? Math.ceil((2 * e.API_RATE_LIMIT_PER_MINUTE) / 60),

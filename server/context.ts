@@ -131,6 +131,8 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
     aiRuns: new AiRunner(deps.db, sender, deps.logger, {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,
+      vendorTimeoutMs: deps.config.ai.vendorTimeoutMs,
+      onUsageOverLimit: (provider) => deps.metrics.aiUsageOverLimit.inc({ provider }),
       afterSend: (accepted) => afterAccepted({ services, dispatcher: deps.dispatcher }, accepted, deps.logger),
       schedule: aiRunScheduler(deps.jobs),
     }),

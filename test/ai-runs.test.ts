@@ -9,7 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { aiSweepJob } from "../jobs/ai-run.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
-import { AiRunner, buildContext, costMicros, type AiRunnerOptions } from "../server/ai/runs.js";
+import { AiRunner, buildContext, costMicros, countedUsage, type AiRunnerOptions } from "../server/ai/runs.js";
 import { vendorRequestBody, type VendorRequest } from "../server/ai/vendor.js";
 import { newId } from "../server/ids.js";
 import { createLogger } from "../server/logger.js";
@@ -18,7 +18,7 @@ import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
-import { jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
+import { CHILD_READY_MS, jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
 import { sleep, waitFor } from "./support/wait.js";
@@ -78,21 +78,15 @@ describe("AI runs", function () {
 
   describe("auto and draft modes", () => {
     for (const provider of ["vendorone_compatible", "vendortwo"] as const) {
-      it(`answers a contact in auto mode with ${provider}; the reply reaches the contact within 2 s of the vendor's answer`, async () => {
+      // How soon the reply follows the vendor's answer is measured in bench/ai-reply.ts, not here.
+      it(`answers a contact in auto mode with ${provider}: the vendor's answer reaches the contact`, async () => {
         const v = provider === "vendortwo" ? two : one;
         const t = await aiConnection(v, provider, { input_cost_micros_per_million: 1_000_000, output_cost_micros_per_million: 2_000_000 });
         const contact = uniquePhone("+1551");
-        let answeredAt = 0;
-        v.reply(() => {
-          answeredAt = Date.now();
-          return { text: `Hello from ${provider}`, inputTokens: 50, outputTokens: 7 };
-        });
+        v.reply(() => ({ text: `Hello from ${provider}`, inputTokens: 50, outputTokens: 7 }));
         const before = v.requests.length;
         const providerId = await t.inbound(contact, "Do you open on Sunday?");
         const [reply] = await waitFor(() => received(contact), (r) => r.length > 0, 20_000, 20);
-        const ms = Date.now() - answeredAt;
-        console.log(`      vendor answer → reply at the sandbox contact (${provider}): ${ms} ms`);
-        expect(ms).to.be.below(2_000);
         expect(reply!.body).to.equal(`Hello from ${provider}`);
 
         expect(v.requests.length - before).to.equal(1);
@@ -172,13 +166,28 @@ describe("AI runs", function () {
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "one answer" }));
       const before = one.requests.length;
-      await t.inbound(contact, "first part");
-      await sleep(debounceMs() / 3);
-      const second = await t.inbound(contact, "second part");
-      const secondId = await inboundId(t, second);
-      // The burst's second message pushed the due time and made no job of its own: one job meets the burst.
-      const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
-      expect(jobs!.n).to.equal(1);
+      // No job runs while the burst is recorded: however slowly a loaded machine records the two
+      // messages, the run cannot start between them. What joins them is the debounce row.
+      const jobRunner = testEnv().gateway.ctx.jobs;
+      await jobRunner.pause();
+      let secondId: string;
+      try {
+        await inboundId(t, await t.inbound(contact, "first part"));
+        secondId = await inboundId(t, await t.inbound(contact, "second part"));
+        // The burst's second message pushed the due time to a debounce after itself and made no
+        // job of its own: one job meets the burst.
+        const [row] = (await db().query(`SELECT message_id, first_at, due_at FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact])) as {
+          message_id: string;
+          first_at: Date;
+          due_at: Date;
+        }[];
+        expect(row!.message_id).to.equal(secondId);
+        expect(row!.due_at.getTime()).to.be.greaterThan(row!.first_at.getTime() + debounceMs());
+        const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
+        expect(jobs!.n).to.equal(1);
+      } finally {
+        await jobRunner.start();
+      }
       const [run] = await t.waitRuns(1);
       await sleep(debounceMs() + 500);
       expect(await t.runs()).to.have.length(1);
@@ -272,7 +281,9 @@ describe("AI runs", function () {
       await waitFor(() => received(contact), (r) => r.length === 1);
     });
 
-    it("keeps a burst across a SIGKILL: exactly one run after the restart, even with its job lost", async () => {
+    it("keeps a burst across a SIGKILL: exactly one run after the restart, even with its job lost", async function () {
+      // Its own waits, each bounded: two child start-ups, the run (30 s), the rest.
+      this.timeout(2 * CHILD_READY_MS + 30_000 + 30_000);
       const t = await aiConnection(two, "vendortwo");
       const contact = uniquePhone("+1551");
       const before = two.requests.length;
@@ -529,6 +540,44 @@ describe("AI runs", function () {
       expect(one.requests.length - before).to.equal(1);
     });
 
+    it("counts reported usage up to what the request allowed: at the limit as reported, one token over it capped and flagged", () => {
+      const limit = { inputTokens: 400, outputTokens: 32 };
+      expect(countedUsage({ inputTokens: 400, outputTokens: 32 }, limit)).to.deep.equal({ inputTokens: 400, outputTokens: 32, over: false });
+      expect(countedUsage({ inputTokens: 0, outputTokens: 0 }, limit)).to.deep.equal({ inputTokens: 0, outputTokens: 0, over: false });
+      expect(countedUsage({ inputTokens: 400, outputTokens: 33 }, limit)).to.deep.equal({ inputTokens: 400, outputTokens: 32, over: true });
+      expect(countedUsage({ inputTokens: 401, outputTokens: 32 }, limit)).to.deep.equal({ inputTokens: 400, outputTokens: 32, over: true });
+    });
+
+    it("never counts more than the vendor could bill: a vendor reporting 100 times max_output_tokens is counted at its worst case, flagged, and the month stays within its ceiling", async () => {
+      const overLimit = async () => {
+        const res = await http("GET", "/metrics", { headers: { authorization: `Bearer ${testEnv().gateway.ctx.config.metricsToken}` } });
+        expect(res.status).to.equal(200);
+        const line = res.text.split("\n").find((l) => l.startsWith('svc_ai_vendor_usage_over_limit_total{provider="vendorone_compatible"}'));
+        return line ? Number(line.split(" ")[1]) : 0;
+      };
+      const t = await aiConnection(one, "vendorone_compatible", priced(null));
+      const worst = worstCase(t);
+      // The ceiling covers one worst case exactly.
+      await t.setPolicy(priced(Number(worst)));
+      const flagged = await overLimit();
+      const before = one.requests.length;
+      one.reply(() => ({ text: "a very long answer", inputTokens: 1_000_000, outputTokens: MAX_OUT * 100 }));
+      await t.inbound(uniquePhone("+1551"), TEXT);
+      const [run] = await t.waitRuns(1);
+      // What was asked for: max_output_tokens as the vendor's limit.
+      expect(one.requests[before]!.json.max_tokens).to.equal(MAX_OUT);
+      const bodyBytes = Buffer.byteLength(one.requests[before]!.body);
+      expect(run).to.include({ outcome: "replied", input_tokens: bodyBytes, output_tokens: MAX_OUT, cost_micros: Number(worst) });
+      expect(await overLimit()).to.equal(flagged + 1);
+      const [month] = (await db().query(`SELECT sum(cost_micros)::text AS total FROM ai_runs WHERE connection_id = $1`, [t.connectionId])) as { total: string }[];
+      expect(BigInt(month!.total)).to.equal(worst);
+      // Nothing is left of the allowance: the next run is refused before any vendor call.
+      await t.inbound(uniquePhone("+1551"), TEXT);
+      const [next] = await t.waitRuns(2);
+      expect(next).to.include({ outcome: "cost_limit_reached" });
+      expect(one.requests.length - before).to.equal(1);
+    });
+
     it("refuses the 31st run in a minute on a connection (rate_limited), passes the 30th", async () => {
       one.reply(() => ({ text: "ok" }));
       const t = await aiConnection(one, "vendorone_compatible");
@@ -550,16 +599,18 @@ describe("AI runs", function () {
     for (const [script, code, requests] of [
       [{ status: 429 }, "vendor_rate_limited", 3],
       [{ status: 503 }, "vendor_unavailable", 3],
-      [{ hang: true }, "vendor_timeout", 3],
+      // A timeout is not retried: the run's one time bound has passed.
+      [{ hang: true }, "vendor_timeout", 1],
     ] as const) {
-      it(`records ${code} as vendor_error after ${requests} attempts, with no reply`, async () => {
+      it(`records ${code} as vendor_error after ${requests === 1 ? "1 attempt" : `${requests} attempts`}, with no reply`, async () => {
         const t = await aiConnection(two, "vendortwo");
         const contact = uniquePhone("+1551");
         two.reply(() => script);
         gatewayRunner().stop();
         const before = two.requests.length;
         await t.inbound(contact, "are you there?");
-        await runWith({ vendorTimeoutMs: 300 }, t, contact);
+        // The bound ends a hang in a second; the retries of a status fit well within 20 s.
+        await runWith({ vendorTimeoutMs: "hang" in script ? 1_000 : 20_000 }, t, contact);
         two.reply(() => ({ text: DEFAULT_VENDOR_TEXT }));
         const [run] = await t.runs();
         expect(run).to.include({ outcome: "vendor_error", error: code });
@@ -664,7 +715,9 @@ describe("AI runs", function () {
   });
 
   describe("logs", () => {
-    it("writes no prompt, completion or message body to any log line at any level", async () => {
+    it("writes no prompt, completion or message body to any log line at any level", async function () {
+      // Its own waits, each bounded: a child start-up, the run (30 s), the reply and the rest.
+      this.timeout(CHILD_READY_MS + 30_000 + 30_000);
       const t = await aiConnection(one, "vendorone_compatible", { system_instruction: "SYSTEM-MARKER-7f3a answer briefly" });
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "COMPLETION-MARKER-9c1d" }));

@@ -187,13 +187,33 @@ for (const vendor of VENDORS) {
       });
     }
 
-    it("ends a vendor that never answers with vendor_timeout, after the SDK's retries", async () => {
+    it("ends a vendor that never answers with vendor_timeout at the call's one time bound, asked once (a timeout is not retried)", async () => {
       server.reply(() => ({ hang: true }));
-      const err = await failure(callVendor(request(), { allowPrivate: LOOPBACK, timeoutMs: 150 }));
+      const started = Date.now();
+      const err = await failure(callVendor(request(), { allowPrivate: LOOPBACK, timeoutMs: 1_000 }));
+      expect(Date.now() - started).to.be.at.least(1_000);
       expect(err.code).to.equal("vendor_timeout");
       expect(err.requestBody).to.equal(vendorRequestBody(request()));
       expectNoSecrets(err, "blue kettle", "You answer for the shop");
-      expect(server.requests).to.have.length(3);
+      expect(server.requests).to.have.length(1);
+    });
+
+    it("ends at the time bound while waiting to retry: the answer being retried is the failure, and no request follows", async () => {
+      // The vendor asks for a wait far longer than the bound (the SDKs honour up to 60 s); the bound
+      // leaves a loaded machine ample time for the first answer.
+      server.reply(() => ({ status: 429, headers: { "retry-after": "50" } }));
+      const err = await failure(callVendor(request(), { allowPrivate: LOOPBACK, timeoutMs: 5_000 }));
+      expect(err.code).to.equal("vendor_rate_limited");
+      expect(err.status).to.equal(429);
+      expect(server.requests).to.have.length(1);
+    });
+
+    it("retries within the bound: 429 then a vendor that never answers ends vendor_timeout after two requests", async () => {
+      let n = 0;
+      server.reply(() => (++n === 1 ? { status: 429, headers: RETRY_NOW } : { hang: true }));
+      const err = await failure(callVendor(request(), { allowPrivate: LOOPBACK, timeoutMs: 4_000 }));
+      expect(err.code).to.equal("vendor_timeout");
+      expect(server.requests).to.have.length(2);
     });
 
     it("answers within the timeout when the vendor is slow but not too slow", async () => {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { testEnv } from "./setup.js";
-import { clientAddress, emailOfLength, http, newWorkspace, signIn, uniqueEmail } from "./support/actors.js";
+import { clientAddress, emailOfLength, fromDashboard, http, newWorkspace, signIn, uniqueEmail } from "./support/actors.js";
 
 async function requestCode(email: string, ip = clientAddress()) {
   return http("POST", "/v1/auth/request-code", { body: { email }, headers: { "x-forwarded-for": ip } });
@@ -166,7 +166,12 @@ describe("dashboard sign-in", () => {
     const session = await http("GET", "/v1/auth/session", { headers: { cookie: ws.owner.cookie } });
     expect(session.status).to.equal(200);
     expect(session.json).to.nested.include({ "workspace.id": ws.id, role: "owner" });
-    expect((await http("POST", "/v1/auth/logout", { headers: { cookie: ws.owner.cookie } })).status).to.equal(204);
+    // No body and no Origin: what another site's form or image can send. Refused; still signed in.
+    const unproven = await http("POST", "/v1/auth/logout", { headers: { cookie: ws.owner.cookie } });
+    expect(unproven.status).to.equal(403);
+    expect(unproven.json.code).to.equal("cross_site_request");
+    expect((await http("GET", "/v1/auth/session", { headers: { cookie: ws.owner.cookie } })).status).to.equal(200);
+    expect((await http("POST", "/v1/auth/logout", { headers: { cookie: ws.owner.cookie, "sec-fetch-site": "same-origin" } })).status).to.equal(204);
     expect((await http("GET", "/v1/auth/session", { headers: { cookie: ws.owner.cookie } })).status).to.equal(401);
     expect((await http("GET", "/v1/auth/session")).status).to.equal(401);
   });
@@ -181,8 +186,52 @@ describe("dashboard sign-in", () => {
     expect(crossSite.status).to.equal(403);
     const own = await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie, origin: new URL(testEnv().gateway.ctx.config.webUrl).origin } });
     expect(own.status).to.equal(201);
+    // A non-browser client (no Origin, no Sec-Fetch-Site) proves itself by sending JSON.
+    expect((await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie } })).status).to.equal(201);
     const keys: unknown[] = await testEnv().gateway.ctx.db.query(`SELECT 1 FROM api_keys WHERE workspace_id = $1`, [ws.id]);
-    expect(keys).to.have.length(1);
+    expect(keys).to.have.length(2);
+    // JSON from a page that names another origin is refused all the same.
+    expect((await http("POST", "/v1/api-keys", { body, headers: { cookie: ws.owner.cookie, origin: "https://evil.example", "sec-fetch-site": "same-origin" } })).status).to.equal(403);
+  });
+
+  it("reads no form but the token endpoint's: a form with the session cookie changes nothing", async () => {
+    const ws = await newWorkspace("enterprise");
+    const member = await ws.addMember("viewer");
+    const members = (await http("GET", "/v1/members", { headers: { cookie: ws.owner.cookie } })).json.members as { id: string; email: string }[];
+    const viewerId = members.find((m) => m.email === member.email)!.id;
+    const form = (method: string, path: string, fields: Record<string, string>, headers: Record<string, string> = { cookie: ws.owner.cookie }) =>
+      http(method, path, { raw: new URLSearchParams(fields).toString(), headers: { ...headers, "content-type": "application/x-www-form-urlencoded" } });
+    // What the forms of another site's page did: invite an admin, promote a member, create a
+    // connection, store an AI key.
+    const attempts = [
+      await form("POST", "/v1/members/invitations", { email: "attacker@example.test", role: "admin" }),
+      await form("PATCH", `/v1/members/${viewerId}`, { role: "admin" }),
+      await form("POST", "/v1/connections", { slug: "attacker" }),
+      await form("POST", "/v1/ai/credentials", { provider: "vendortwo", label: "attacker", api_key: "sk-attacker-0000" }),
+    ];
+    for (const res of attempts) {
+      expect(res.status, res.text).to.equal(403);
+      expect(res.json.code).to.equal("cross_site_request");
+      expect(res.json.detail).to.contain("Content-Type: application/json");
+    }
+    const team = (await http("GET", "/v1/members", { headers: { cookie: ws.owner.cookie } })).json;
+    expect(team.invitations).to.deep.equal([]);
+    expect((team.members as { id: string; role: string }[]).find((m) => m.id === viewerId)!.role).to.equal("viewer");
+    expect(((await http("GET", "/v1/connections", { headers: { cookie: ws.owner.cookie } })).json.data as unknown[]).length).to.equal(0);
+    expect(((await http("GET", "/v1/ai/credentials", { headers: { cookie: ws.owner.cookie } })).json.data as unknown[]).length).to.equal(0);
+    // From the dashboard's own origin a form is still not read: the API takes JSON.
+    const own = await form("POST", "/v1/connections", { slug: "own-form" }, fromDashboard(ws.owner.cookie));
+    expect(own.status).to.equal(400);
+    expect(own.json.detail).to.contain("must be JSON");
+    // An API key is not a cookie: no origin check, and its form is refused as not JSON.
+    const { key } = await ws.key(["connections:write"]);
+    const keyed = await form("POST", "/v1/connections", { slug: "key-form" }, { authorization: `Bearer ${key}` });
+    expect(keyed.status).to.equal(400);
+    expect(keyed.json.detail).to.contain("must be JSON");
+    // A public route reads no form either.
+    const requested = await form("POST", "/v1/auth/request-code", { email: member.email }, {});
+    expect(requested.status).to.equal(400);
+    expect(requested.json.detail).to.contain("must be JSON");
   });
 
   it("lets an invited address sign in before it has an account, and refuses everyone else", async () => {

@@ -3,9 +3,15 @@
 import { request } from "node:http";
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import express from "express";
+import { contract, ISSUABLE_SCOPES, routesOf, type RouteMetadata } from "../contract/index.js";
+import { expectOk } from "../sdk/src/index.js";
+import { errorMiddleware } from "../server/http/errors.js";
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../server/http/json-body.js";
 import { testEnv } from "./setup.js";
-import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { fromDashboard, http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { pairConnection, uniquePhone } from "./support/sandbox.js";
 
 const db = () => testEnv().gateway.ctx.db;
@@ -170,6 +176,95 @@ describe("bad input at the HTTP edge", () => {
     expect(res.json.errors).to.deep.equal([{ path: "headers.idempotency-key", message: "must be given once" }]);
     const once = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth, "idempotency-key": "one" }, body });
     expect(once.status).to.equal(202);
+  });
+
+  it("refuses two Authorization or two Content-Type headers with 400, as it does two Idempotency-Keys, and stores nothing", async () => {
+    const ws = await newWorkspace();
+    const c = await connected(ws);
+    const other = await ws.key(["messages:write"]);
+    const body = Buffer.from(JSON.stringify({ connection: c.slug, to: uniquePhone(), body: "two headers" }));
+    const twoKeys = await raw("/v1/messages/text", { headers: { "content-type": "application/json", authorization: [c.auth.authorization, `Bearer ${other.key}`] }, body });
+    expect(twoKeys.status).to.equal(400);
+    expect(twoKeys.json.errors).to.deep.equal([{ path: "headers.authorization", message: "must be given once" }]);
+    const twoTypes = await raw("/v1/messages/text", { headers: { "content-type": ["application/json", "text/plain"], ...c.auth }, body });
+    expect(twoTypes.status).to.equal(400);
+    expect(twoTypes.json.errors).to.deep.equal([{ path: "headers.content-type", message: "must be given once" }]);
+    // Refused before anything reads them: on a public route too, and whatever the credential.
+    const token = await raw("/v1/oauth/token", { headers: { "content-type": ["application/x-www-form-urlencoded", "application/json"] }, body: Buffer.from("grant_type=refresh_token") });
+    expect(token.status).to.equal(400);
+    expect(token.type).to.contain("application/problem+json");
+    const unknownKey = await raw("/v1/messages/text", { headers: { "content-type": "application/json", authorization: ["Bearer nothing", "Bearer none"] }, body });
+    expect(unknownKey.status).to.equal(400);
+    expect(await db().query(`SELECT 1 FROM messages WHERE workspace_id = $1`, [ws.id])).to.have.length(0);
+    const once = await raw("/v1/messages/text", { headers: { "content-type": "application/json", ...c.auth }, body });
+    expect(once.status).to.equal(202);
+  });
+
+  it("answers a NUL in the provider-callback path 404, like any unknown token", async () => {
+    const ws = await newWorkspace();
+    const key = await ws.key(["connections:write"]);
+    const created = await expectOk(key.client.connections.create({ body: { slug: `nul-${randomBytes(3).toString("hex")}` } }));
+    const token = created.callback_token!;
+    for (const path of [`/v1/provider/sandbox/${token}%00`, `/v1/provider/sand%00box/${token}`, "/v1/provider/sandbox/%00"]) {
+      const res = await http("POST", path, { body: { type: "connection.state", event_id: "e", state: "connected", timestamp: new Date().toISOString() } });
+      expect(res.status, path).to.equal(404);
+      expect(res.json.detail, path).to.equal("No such callback (unknown provider or token).");
+    }
+  });
+
+  it("answers a NUL in any path parameter of any route with a 4xx, whichever credential the route takes", async () => {
+    const ws = await newWorkspace("enterprise");
+    const { key } = await ws.key([...ISSUABLE_SCOPES]);
+    for (const { name, route } of routesOf(contract)) {
+      if (!route.path.includes(":")) continue;
+      const auth = (route.metadata as RouteMetadata).security.auth;
+      const credential = auth === "session" ? fromDashboard(ws.owner.cookie) : auth === "none" ? {} : { authorization: `Bearer ${key}` };
+      const path = route.path.replace(/:\w+/g, "a%00b");
+      const res = await http(route.method, path, { headers: { ...credential, "content-type": "application/json" }, ...(route.method === "GET" ? {} : { raw: "{}" }) });
+      expect(res.status, `${name} ${res.text}`).to.be.within(400, 499);
+      expect(res.headers.get("content-type"), name).to.contain("application/problem+json");
+    }
+  });
+
+  it("refuses a NUL in the sandbox control API's bodies with 400 naming the field, as on the API's routes", async () => {
+    const res = await http("POST", "/sandbox/v1/numbers", { body: { phone: "+15550001111\u0000" } });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.json.errors).to.deep.equal([{ path: "body.phone", message: "must not contain the NUL character (U+0000)" }]);
+  });
+
+  it("answers 400 when input the edge did not check reaches PostgreSQL as text it cannot hold", async () => {
+    // The last line of defence behind the checks above: a real refusal of the database, through
+    // the gateway's error middleware, on an app of its own.
+    const app = express();
+    app.get("/probe", (req, res, next) => {
+      db().query(`SELECT $1::text AS t`, [String(req.query.v)]).then((r) => res.json(r), next);
+    });
+    app.use(errorMiddleware);
+    const server = app.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/probe?v=a%00b`);
+      expect(res.status).to.equal(400);
+      expect(((await res.json()) as { code: string }).code).to.equal("validation_failed");
+    } finally {
+      server.close();
+    }
+  });
+
+  it("labels every answer X-Content-Type-Options: nosniff, API and dashboard alike", async () => {
+    const ws = await newWorkspace();
+    for (const [path, headers] of [
+      ["/v1/auth/session", { cookie: ws.owner.cookie }],
+      ["/v1/whoami", {}],
+      ["/v1/no-such-route", {}],
+      ["/v1/openapi.json", {}],
+      ["/healthz", {}],
+      ["/", { accept: "text/html" }],
+    ] as const) {
+      const res = await fetch(testEnv().baseUrl + path, { headers });
+      await res.body?.cancel();
+      expect(res.headers.get("x-content-type-options"), path).to.equal("nosniff");
+    }
   });
 
   it("refuses an unknown query parameter with 400 naming it on every route, with or without a query schema", async () => {

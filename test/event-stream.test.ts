@@ -9,7 +9,7 @@ import { createDataSource } from "../server/db/data-source.js";
 import { recordEvent } from "../server/events/record.js";
 import { EventFeed, eventStream } from "../server/events/stream.js";
 import { testEnv } from "./setup.js";
-import { http, newWorkspace } from "./support/actors.js";
+import { fromDashboard, http, newWorkspace } from "./support/actors.js";
 import { openEventStream } from "./support/sse.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { sleep, waitFor } from "./support/wait.js";
@@ -219,7 +219,7 @@ describe("event stream", () => {
       const stream = await openStream(ws.owner.cookie, baseUrl);
       try {
         await waitFor(async () => feed.streams, (n) => n === 1);
-        const logout = await http("POST", "/v1/auth/logout", { headers: { cookie: ws.owner.cookie } });
+        const logout = await http("POST", "/v1/auth/logout", { headers: fromDashboard(ws.owner.cookie) });
         expect(logout.status).to.be.below(300);
         await waitFor(async () => stream.ended, (ended) => ended);
         expect(feed.streams).to.equal(0);

@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import pg from "pg";
 import { testEnv } from "./setup.js";
-import { http, newWorkspace } from "./support/actors.js";
+import { fromDashboard, http, newWorkspace } from "./support/actors.js";
 import { waitFor } from "./support/wait.js";
 
 /** SQL from outside the gateway process's own pool. */
@@ -31,7 +31,7 @@ describe("API key cache", () => {
     const { key, id } = await ws.key(["messages:read"]);
     expect(await status(key)).to.equal(200);
     expect(await status(key)).to.equal(200);
-    const revoked = await http("POST", `/v1/api-keys/${id}/revoke`, { headers: { cookie: ws.owner.cookie } });
+    const revoked = await http("POST", `/v1/api-keys/${id}/revoke`, { headers: fromDashboard(ws.owner.cookie) });
     expect(revoked.status).to.equal(200);
     expect(await status(key)).to.equal(401);
   });

@@ -7,7 +7,7 @@ import { pruneOAuth } from "../server/oauth/clients.js";
 import { REGISTRATIONS_PER_HOUR } from "../server/oauth/handlers.js";
 import { testEnv } from "./setup.js";
 import { expectOk } from "../sdk/src/index.js";
-import { clientAddress, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";
+import { clientAddress, fromDashboard, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";
 import {
   authorizationUrl,
   consent,
@@ -50,7 +50,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       for (const uri of ["https://app.example/cb", "http://127.0.0.1:9/cb", "http://localhost/cb", "http://[::1]:8080/cb"]) {
         expect((await registerClient([uri])).status, uri).to.equal(201);
       }
-      for (const uri of ["http://app.example/cb", "http://10.0.0.1/cb", "https://app.example/cb#x", "javascript:alert(1)"]) {
+      for (const uri of ["http://app.example/cb", "http://10.0.0.1/cb", "https://app.example/cb#x", "javascript:alert(1)", "https://app.example@evil.example/cb", "https://user:pw@app.example/cb", "http://user@127.0.0.1:9/cb"]) {
         const res = await registerClient([uri]);
         expect(res.status, uri).to.equal(400);
         expect(((await res.json()) as { error: string }).error, uri).to.equal("invalid_redirect_uri");
@@ -103,8 +103,50 @@ describe("OAuth for the tool endpoint: refusals", () => {
       }
     });
 
-    it("redirects other refusals to the client with error, state and iss", async () => {
+    it("names client_id or redirect_uri given twice, without redirecting", async () => {
       const clientId = await newClientId();
+      for (const name of ["client_id", "redirect_uri"]) {
+        const url = new URL(authorizationUrl(clientId, pkce()));
+        url.searchParams.append(name, url.searchParams.get(name)!);
+        const res = await fetch(url, { redirect: "manual" });
+        expect(res.status, name).to.equal(400);
+        expect(res.headers.get("location")).to.equal(null);
+        expect(((await res.json()) as { detail: string }).detail).to.contain(`${name} given twice`);
+      }
+    });
+
+    it("shows an error for a client nobody approved on a page, never redirecting to its URI (RFC 9700 4.11)", async () => {
+      // Anyone may register any https address as a client's redirect URI: redirecting its errors
+      // would make the endpoint an open redirect.
+      const registered = await registerClient(["https://attacker.example/landing"]);
+      const { client_id: clientId } = (await registered.json()) as { client_id: string };
+      const cases: Record<string, string>[] = [{ response_type: "token" }, { scope: "everything" }, { code_challenge_method: "plain" }];
+      for (const params of cases) {
+        const res = await fetch(authorizationUrl(clientId, pkce(), { redirect_uri: "https://attacker.example/landing", ...params }), { redirect: "manual" });
+        expect(res.status, JSON.stringify(params)).to.equal(400);
+        expect(res.headers.get("location")).to.equal(null);
+        expect(res.headers.get("content-type")).to.match(/^text\/html/);
+        expect(res.headers.get("content-security-policy")).to.contain("default-src 'none'");
+        const html = await res.text();
+        expect(html).to.contain("No member has approved this application with attacker.example");
+        expect(html).to.not.contain("https://attacker.example/landing");
+      }
+      const twice = new URL(authorizationUrl(clientId, pkce(), { redirect_uri: "https://attacker.example/landing" }));
+      twice.searchParams.append("scope", "mcp:read");
+      const page = await fetch(twice, { redirect: "manual" });
+      expect(page.status).to.equal(400);
+      expect(await page.text()).to.contain("scope given twice");
+      // A name with markup is shown as text.
+      const named = await http("POST", "/v1/oauth/register", {
+        body: { client_name: "<script>alert(1)</script>", redirect_uris: [REDIRECT_URI] },
+        headers: { "x-forwarded-for": clientAddress() },
+      });
+      const shown = await (await fetch(authorizationUrl(named.json.client_id as string, pkce(), { response_type: "token" }), { redirect: "manual" })).text();
+      expect(shown).to.contain("&lt;script&gt;alert(1)&lt;/script&gt;").and.not.contain("<script>");
+    });
+
+    it("redirects other refusals to a client a member approved with that URI, with error, state and iss", async () => {
+      const { clientId } = await obtainTokens(ws.owner.cookie);
       const cases: [Record<string, string>, string][] = [
         [{ code_challenge_method: "plain" }, "invalid_request"],
         [{ code_challenge: "short" }, "invalid_request"],
@@ -121,6 +163,16 @@ describe("OAuth for the tool endpoint: refusals", () => {
         expect(location.searchParams.get("state")).to.equal("st-123");
         expect(location.searchParams.get("iss")).to.equal(webUrl());
       }
+      // Once the approval is revoked, nobody vouches for the URI any more: a page again.
+      const other = await newWorkspace();
+      const approval = await obtainTokens(other.owner.cookie);
+      const [grant] = (await expectOk(other.owner.client.oauth.listAuthorizations())).data.filter((a) => a.client_id === approval.clientId);
+      const bad = authorizationUrl(approval.clientId, pkce(), { response_type: "token" });
+      expect((await fetch(bad, { redirect: "manual" })).status).to.equal(302);
+      await expectOk(other.owner.client.oauth.revokeAuthorization({ params: { id: grant!.id } }));
+      const after = await fetch(bad, { redirect: "manual" });
+      expect(after.status).to.equal(400);
+      expect(after.headers.get("location")).to.equal(null);
     });
 
     it("sends the member to the dashboard's consent page, which cannot be framed; its API wants a session", async () => {
@@ -158,13 +210,20 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(crossOrigin.status).to.equal(403);
       expect(crossOrigin.json.code).to.equal("cross_site_request");
       expect((await decide(page, ws.owner.cookie, "approve", { "sec-fetch-site": "cross-site" })).status).to.equal(403);
-      const form = await fetch(`${webUrl()}/v1/oauth/consent`, {
-        method: "POST",
-        headers: { cookie: ws.owner.cookie, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ request: page.request, decision: "approve" }).toString(),
-      });
+      // A form (what another site's page can post without a preflight): refused as cross-site,
+      // and from the dashboard's own origin still refused, as not JSON.
+      const postForm = (headers: Record<string, string>) =>
+        fetch(`${webUrl()}/v1/oauth/consent`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+          body: new URLSearchParams({ request: page.request, decision: "approve" }).toString(),
+        });
+      const crossSiteForm = await postForm({ cookie: ws.owner.cookie });
+      expect(crossSiteForm.status).to.equal(403);
+      expect(((await crossSiteForm.json()) as { code: string }).code).to.equal("cross_site_request");
+      const form = await postForm(fromDashboard(ws.owner.cookie));
       expect(form.status).to.equal(400);
-      expect(((await form.json()) as { errors: { path: string }[] }).errors[0]!.path).to.equal("headers.content-type");
+      expect(((await form.json()) as { errors: { path: string; message: string }[] }).errors[0]).to.deep.include({ path: "body" }).and.property("message").that.contains("must be JSON");
       const tampered = { request: page.request.replace(/^./, (c) => (c === "e" ? "f" : "e")) };
       for (const res of [await decide(tampered, ws.owner.cookie, "approve"), await readConsent(tampered.request, ws.owner.cookie)]) {
         expect(res.status).to.equal(400);
@@ -266,7 +325,7 @@ describe("OAuth for the tool endpoint: refusals", () => {
       const second = await exchange(c);
       expect(second.json.error).to.equal("invalid_grant");
       expect(await toolsStatus(first.json.access_token!)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: first.json.refresh_token! })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: first.json.refresh_token!, client_id: c.clientId })).json.error).to.equal("invalid_grant");
     });
 
     it("refuses a redirect URI, client or resource that differs from the authorization", async () => {
@@ -291,7 +350,27 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(replay.json.error).to.equal("invalid_grant");
       expect(await toolsStatus(rotated.json.access_token!)).to.equal(401);
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: rotated.json.refresh_token! })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: rotated.json.refresh_token!, client_id: t.clientId })).json.error).to.equal("invalid_grant");
+    });
+
+    it("refuses a refresh without client_id, and names a parameter given twice", async () => {
+      const t = await obtainTokens(ws.owner.cookie);
+      const anonymous = await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh });
+      expect(anonymous.status).to.equal(400);
+      expect(anonymous.json).to.include({ error: "invalid_request" });
+      expect(anonymous.json.error_description).to.contain("client_id is required");
+      const twice = await fetch(`${testEnv().baseUrl}/v1/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `grant_type=refresh_token&refresh_token=${t.refresh}&client_id=${t.clientId}&client_id=${t.clientId}`,
+      });
+      expect(twice.status).to.equal(400);
+      const refused = (await twice.json()) as { error: string; error_description: string };
+      expect(refused.error).to.equal("invalid_request");
+      expect(refused.error_description).to.contain("client_id given twice");
+      // Neither refusal spent the token: it still refreshes, once.
+      const rotated = await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh, client_id: t.clientId });
+      expect(rotated.status, JSON.stringify(rotated.json)).to.equal(200);
     });
 
     it("answers unsupported_grant_type and invalid_request in the OAuth shape, with no-store", async () => {
@@ -324,10 +403,10 @@ describe("OAuth for the tool endpoint: refusals", () => {
       await testEnv().gateway.ctx.services.workspaces.setPlan(ws.id, "enterprise");
       expect((await http("PATCH", `/v1/members/${id}`, { headers: { cookie: ws.owner.cookie }, body: { role: "viewer" } })).status).to.equal(200);
       expect(await toolsStatus(t.access)).to.equal(403);
-      expect((await http("DELETE", `/v1/members/${id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(204);
+      expect((await http("DELETE", `/v1/members/${id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(204);
       await testEnv().gateway.ctx.services.workspaces.setPlan(ws.id, "pro");
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh })).json.error).to.equal("invalid_grant");
+      expect((await tokenRequest({ grant_type: "refresh_token", refresh_token: t.refresh, client_id: t.clientId })).json.error).to.equal("invalid_grant");
     });
 
     it("are stored only as digests", async () => {
@@ -346,14 +425,14 @@ describe("OAuth for the tool endpoint: refusals", () => {
       expect(mine.scopes).to.deep.equal(["mcp:read", "mcp:write"]);
       expect(JSON.stringify(list.json)).to.not.contain("svc_mcp_");
       const member = await ws.addMember("admin");
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: member.cookie } })).status).to.equal(404);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(member.cookie) })).status).to.equal(404);
       const theirs = await http("GET", "/v1/oauth/authorizations", { headers: { cookie: other.owner.cookie } });
       expect(theirs.status).to.equal(200);
       expect(theirs.json.data).to.deep.equal([]);
       expect((await http("GET", "/v1/oauth/authorizations", { headers: { authorization: `Bearer ${t.access}` } })).status).to.equal(401);
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(204);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(204);
       expect(await toolsStatus(t.access)).to.equal(401);
-      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(404);
+      expect((await http("DELETE", `/v1/oauth/authorizations/${mine.id}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(404);
     });
   });
 

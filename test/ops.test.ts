@@ -115,6 +115,14 @@ describe("configuration and logs", () => {
     expect(() => loadConfig({ ...dir, AI_DEBOUNCE_MS: "3001" })).to.throw(ConfigError, /AI_DEBOUNCE_MS/);
   });
 
+  it("takes AI_VENDOR_TIMEOUT_S from 1 to 150 s, 30 unset", () => {
+    const dir = { DATA_DIR: testEnv().dataDir };
+    expect(loadConfig(dir).ai.vendorTimeoutMs).to.equal(30_000);
+    expect(loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: "1" }).ai.vendorTimeoutMs).to.equal(1_000);
+    expect(loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: "150" }).ai.vendorTimeoutMs).to.equal(150_000);
+    for (const bad of ["0", "151", "2.5"]) expect(() => loadConfig({ ...dir, AI_VENDOR_TIMEOUT_S: bad })).to.throw(ConfigError, /AI_VENDOR_TIMEOUT_S/);
+  });
+
   it("redacts credentials from structured logs", () => {
     const { lines, log } = capturedLogger();
     log.info({ req: { headers: { authorization: "Bearer svc_live_secret", cookie: "svc_session=abc" } }, body: { api_key: "sk-secret", code: "123456" } }, "x");

@@ -12,7 +12,7 @@ import type { Schedule } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
-import { jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
+import { CHILD_READY_MS, jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
 import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -305,7 +305,8 @@ describe("schedules firing", () => {
   });
 
   it("gets its lanes back at once from a gateway that stops, not after their lock lifetime", async function () {
-    this.timeout(90_000);
+    // Its own waits, each bounded: the lanes free (45 s), a child start-up, its first lock (30 s), its stop.
+    this.timeout(45_000 + CHILD_READY_MS + 30_000 + 30_000);
     // Two job processes on one backend, and Agenda's table read in SQL: not on the MongoDB-wire
     // emulator (its locking holds within one process; test/jobs-mongo.test.ts).
     if (testEnv().jobsMongoUrl) this.skip();

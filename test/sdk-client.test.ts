@@ -72,6 +72,15 @@ describe("sdk client", () => {
     expect(calls[0]!.headers.has("idempotency-key")).to.equal(false);
   });
 
+  it("labels a change made with the cookie as JSON, bodiless ones included (the gateway's cross-site rule); with a key alone, no label", async () => {
+    const noContent = () => new Response(null, { status: 204 });
+    const { fetch, calls } = scripted(noContent, json(401, problem(401, "unauthorized")), noContent);
+    await client(fetch, { apiKey: undefined, cookie: "svc_session=abc" }).auth.logout();
+    await client(fetch, { apiKey: undefined, cookie: "svc_session=abc" }).auth.session();
+    await client(fetch).auth.logout();
+    expect(calls.map((c) => c.headers.get("content-type"))).to.deep.equal(["application/json", null, null]);
+  });
+
   it("gives every send a fresh Idempotency-Key unless the caller set one", async () => {
     const { fetch, calls } = scripted(json(202, message), json(202, message), json(202, message));
     const c = client(fetch);

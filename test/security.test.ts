@@ -4,17 +4,21 @@
 //   - a credential of the wrong kind (an API key where a session is needed, a session where a key
 //     is needed, an OAuth access token anywhere but the tool endpoint) → 401;
 //   - an API key without the route's scope → 403 insufficient_scope;
-//   - every path id of workspace B, with workspace A's credential(s) → 404, and B's data unchanged.
+//   - every path id of workspace B, with workspace A's credential(s) → 404, and B's data unchanged;
+//   - every change a session may make, made with B's own session cookie but without proof that it
+//     comes from the dashboard's origin (a form, a text/plain body, no body; no Origin) → 403
+//     cross_site_request, and nothing of B changed.
 // Public routes (auth: none) have none.
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import type { AppRoute } from "@ts-rest/core";
 import { contract, ISSUABLE_SCOPES, routesOf, type RouteMetadata } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
-import { http, newWorkspace, type TestWorkspace } from "./support/actors.js";
+import { fromDashboard, http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { obtainTokens } from "./support/oauth.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
+import { testEnv } from "./setup.js";
 
 interface Listed {
   /** e.g. messages.cancel */
@@ -39,7 +43,7 @@ const KIND_NAMES: Record<CredentialKind, string> = { key: "an API key", session:
 
 function headersOf(credential: Credential | null): Record<string, string> {
   if (!credential) return {};
-  if (credential.kind === "session") return { cookie: credential.cookie };
+  if (credential.kind === "session") return fromDashboard(credential.cookie);
   return { authorization: `Bearer ${credential.kind === "key" ? credential.key : credential.token}` };
 }
 
@@ -73,11 +77,66 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
 };
 
+/** Workspace B's value for each of the route's path parameters. */
+function bValues(listed: Listed): Record<string, string> {
+  return Object.fromEntries(
+    listed.params.map((p) => {
+      const value = fixture.bIds[`${listed.name}.${p}`] ?? fixture.bIds[`${listed.group}.${p}`];
+      if (value === undefined) throw new Error(`no workspace-B value for :${p} of ${listed.name}: add one to workspaceB()`);
+      return [p, value];
+    }),
+  );
+}
+
+function pathOf(listed: Listed, values: Record<string, string> | null): string {
+  return listed.route.path.replace(/:(\w+)/g, (_, p: string) => encodeURIComponent(values?.[p] ?? "x"));
+}
+
 function request(listed: Listed, values: Record<string, string> | null, credential: Credential | null) {
-  const path = listed.route.path.replace(/:(\w+)/g, (_, p: string) => encodeURIComponent(values?.[p] ?? "x"));
+  const path = pathOf(listed, values);
   const hasBody = hasBodySchema(listed.route);
   const body = hasBody ? (SAMPLE_BODIES[listed.name] ?? {}) : undefined;
   return http(listed.route.method, path, { ...(body !== undefined ? { body } : {}), headers: headersOf(credential) });
+}
+
+/**
+ * What another site's page can send with the member's cookie and no CORS preflight: a form, a
+ * text/plain body (a form with enctype=text/plain, which can carry JSON-looking text), or nothing;
+ * never an Origin or Sec-Fetch-Site naming the gateway.
+ */
+function crossSiteBodies(listed: Listed): { label: string; headers: Record<string, string>; body?: string }[] {
+  const sample = (SAMPLE_BODIES[listed.name] ?? { email: "attacker@example.test", role: "admin", slug: "attacker" }) as Record<string, unknown>;
+  const fields = Object.entries(sample).map(([k, v]): [string, string] => [k, typeof v === "string" ? v : JSON.stringify(v)]);
+  return [
+    { label: "a form", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() },
+    { label: "a text/plain body", headers: { "content-type": "text/plain" }, body: JSON.stringify(sample) },
+    { label: "no body", headers: {} },
+  ];
+}
+
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** Everything of a workspace that a change through the API could alter, read from its database. */
+async function stateOf(b: Fixture): Promise<unknown[]> {
+  const db = testEnv().gateway.ctx.db;
+  const ws = b.b.id;
+  const queries: [string, unknown[]][] = [
+    [`SELECT * FROM workspaces WHERE id = $1`, [ws]],
+    [`SELECT * FROM members WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT * FROM invitations WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT id, expires_at FROM sessions WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT id, name, scopes, revoked_at, digest FROM api_keys WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT id, slug, name, state, deleted_at FROM connections WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT g.id FROM pairing_grants g JOIN connections c ON c.id = g.connection_id WHERE c.workspace_id = $1 ORDER BY g.id`, [ws]],
+    [`SELECT id, status, send_at FROM messages WHERE id = $1`, [b.bIds["messages.id"]]],
+    [`SELECT id, name, status, recurrence, message, updated_at FROM schedules WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT * FROM webhook_endpoints WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT id, label, deleted_at FROM ai_credentials WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT * FROM ai_policies WHERE workspace_id = $1 ORDER BY connection_id`, [ws]],
+    [`SELECT id, scopes, revoked_at FROM oauth_grants WHERE workspace_id = $1 ORDER BY id`, [ws]],
+    [`SELECT count(*)::int AS n FROM audit_log WHERE workspace_id = $1`, [ws]],
+  ];
+  return Promise.all(queries.map(([sql, params]) => db.query(sql, params)));
 }
 
 interface Fixture {
@@ -212,13 +271,7 @@ describe("security rules of every contract route", () => {
       if (listed.params.length) {
         for (const kind of ACCEPTS[security.auth]) {
           it(`answers 404 to workspace A's credential (${KIND_NAMES[kind]}) for workspace B's ids`, async () => {
-            const values = Object.fromEntries(
-              listed.params.map((p) => {
-                const value = fixture.bIds[`${listed.name}.${p}`] ?? fixture.bIds[`${listed.group}.${p}`];
-                if (value === undefined) throw new Error(`no workspace-B value for :${p} of ${listed.name}: add one to workspaceB()`);
-                return [p, value];
-              }),
-            );
+            const values = bValues(listed);
             if (hasBodySchema(listed.route) && SAMPLE_BODIES[listed.name] !== undefined) {
               expect(listed.route.body.safeParse(SAMPLE_BODIES[listed.name]).success, `sample body of ${listed.name}`).to.equal(true);
             }
@@ -227,6 +280,24 @@ describe("security rules of every contract route", () => {
             expect(res.json.code).to.equal("not_found");
           });
         }
+      }
+
+      if (MUTATING.has(listed.route.method) && ACCEPTS[security.auth].includes("session")) {
+        it("refuses a change with workspace B's own session but no sign of the dashboard's origin, and changes nothing", async () => {
+          const path = pathOf(listed, listed.params.length ? bValues(listed) : null);
+          const before = await stateOf(fixture);
+          for (const variant of crossSiteBodies(listed)) {
+            const res = await fetch(testEnv().baseUrl + path, {
+              method: listed.route.method,
+              headers: { cookie: fixture.b.owner.cookie, ...variant.headers },
+              ...(variant.body !== undefined ? { body: variant.body } : {}),
+            });
+            const problem = (await res.json()) as { code?: string };
+            expect(res.status, `${variant.label}: ${JSON.stringify(problem)}`).to.equal(403);
+            expect(problem.code).to.equal("cross_site_request");
+          }
+          expect(await stateOf(fixture)).to.deep.equal(before);
+        });
       }
     });
   }

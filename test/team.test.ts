@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
-import { emailOfLength, http, newWorkspace, sdk, signIn, uniqueEmail } from "./support/actors.js";
+import { emailOfLength, fromDashboard, http, newWorkspace, sdk, signIn, uniqueEmail } from "./support/actors.js";
 
 async function inviteAndReadToken(cookie: string, email: string, role: string) {
   const { mailbox } = testEnv();
@@ -104,7 +104,7 @@ describe("members and invitations", () => {
     const demote = await http("PATCH", `/v1/members/${ownerId}`, { body: { role: "admin" }, headers: { cookie: ws.owner.cookie } });
     expect(demote.status).to.equal(409);
     expect(demote.json.code).to.equal("owner_required");
-    expect((await http("DELETE", `/v1/members/${ownerId}`, { headers: { cookie: ws.owner.cookie } })).status).to.equal(409);
+    expect((await http("DELETE", `/v1/members/${ownerId}`, { headers: fromDashboard(ws.owner.cookie) })).status).to.equal(409);
 
     const second = await ws.addMember("owner");
     const demoted = await expectOk(ws.owner.client.team.update({ params: { id: ownerId }, body: { role: "admin" } }));

@@ -182,7 +182,7 @@ describe("dashboard: a new user's first run, without curl", function () {
     await page.getByRole("alert").filter({ hasText: "to:" }).waitFor();
     expect(sends.length).to.equal(before);
     // Suspended in another tab meanwhile: the gateway refuses, the page says why.
-    const suspended = await fetch(`${gateway.url}/v1/connections/${slug}/suspend`, { method: "POST", headers: { cookie: await sessionCookie() } });
+    const suspended = await fetch(`${gateway.url}/v1/connections/${slug}/suspend`, { method: "POST", headers: { cookie: await sessionCookie(), "content-type": "application/json" } });
     expect(suspended.status).to.equal(200);
     await page.getByLabel("To (phone number)").fill("+1555");
     await page.getByRole("button", { name: "Send message" }).click();

@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { testEnv } from "./setup.js";
-import { clientAddress, http, uniqueEmail } from "./support/actors.js";
+import { clientAddress, fromDashboard, http, uniqueEmail } from "./support/actors.js";
 import { scan, uniquePhone } from "./support/sandbox.js";
 import { obtainTokens } from "./support/oauth.js";
 import { browserTestsRunnable, expectAccessible, narrowContext, openNarrowPage, screenshot } from "./support/browser.js";
@@ -320,7 +320,7 @@ describe("dashboard: in a browser", function () {
   it("returns to sign-in without a reload when the session ends elsewhere", async () => {
     await page.evaluate(() => ((globalThis as unknown as PageGlobals).marker = 42));
     const cookie = (await context.cookies()).find((c) => c.name === "svc_session")!;
-    const out = await http("POST", "/v1/auth/logout", { headers: { cookie: `svc_session=${cookie.value}` } });
+    const out = await http("POST", "/v1/auth/logout", { headers: fromDashboard(`svc_session=${cookie.value}`) });
     expect(out.status).to.equal(204);
     await page.getByRole("link", { name: "Overview" }).click();
     await page.getByRole("heading", { name: "Sign in to svc-gateway" }).waitFor();

@@ -58,7 +58,7 @@ export function createClient(options: ClientOptions): SvcClient {
   const args: SvcClientArgs = {
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     baseHeaders,
-    api: gatewayFetcher(fetchImpl, policy, timeoutMs, options.credentials),
+    api: gatewayFetcher(fetchImpl, policy, timeoutMs, options.credentials, options.cookie !== undefined),
     throwOnUnknownStatus: true,
     validateResponse: false,
     jsonQuery: false,
@@ -74,9 +74,14 @@ export function createClient(options: ClientOptions): SvcClient {
  * A request that never got an answer ends as SvcConnectionError; the caller's own abort is
  * passed through as it is.
  */
-function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs: number, credentials: RequestInit["credentials"]): ApiFetcher {
+function gatewayFetcher(fetchImpl: typeof fetch, policy: RetryPolicy, timeoutMs: number, credentials: RequestInit["credentials"], sendsCookie: boolean): ApiFetcher {
   return async ({ route, path, method, headers, body, fetchOptions }) => {
-    const sentHeaders = withIdempotencyKey(route, headers);
+    let sentHeaders = withIdempotencyKey(route, headers);
+    // The gateway takes a change made with a session cookie only as JSON or from its own origin
+    // (its cross-site protection): a change without a body (a DELETE, sign-out) says JSON too.
+    if (sendsCookie && method !== "GET" && method !== "HEAD" && !Object.keys(sentHeaders).some((h) => h.toLowerCase() === "content-type")) {
+      sentHeaders = { ...sentHeaders, "content-type": "application/json" };
+    }
     const request = { method, idempotencyKey: requiresIdempotencyKey(route) };
     const signal = fetchOptions?.signal;
     for (let retriesDone = 0; ; retriesDone++) {

@@ -31,6 +31,7 @@ import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { PHONE_ORIGIN } from "../messages/store/reports.js";
 import type { Accepted, MessageSender } from "../messages/send.js";
+import { AI_VENDOR_TIMEOUT_MAX_S } from "../config.js";
 import { decrypt } from "../secrets.js";
 import type { AllowList } from "../webhooks/address-policy.js";
 import { callVendor, VendorError, vendorRequestBody, type VendorRequest } from "./vendor.js";
@@ -40,10 +41,12 @@ export const HUMAN_ACTIVE_MINUTES = 30;
 /** Runs per minute and connection that may reach the vendor. */
 export const AI_RUNS_PER_MINUTE = 30;
 /**
- * How long a process holds a run it works on. Longer than the slowest vendor call (30 s × 3
- * attempts with the SDKs' backoff) plus a send; past it, another process may resume the run.
+ * How long a process holds a run it works on. Longer than the slowest vendor call (its one time
+ * bound, AI_VENDOR_TIMEOUT_S, at most AI_VENDOR_TIMEOUT_MAX_S) plus a send; past it, another
+ * process may resume the run.
  */
 export const AI_RUN_LEASE_MS = 180_000;
+if (AI_RUN_LEASE_MS < (AI_VENDOR_TIMEOUT_MAX_S + 30) * 1000) throw new Error("AI_RUN_LEASE_MS must outlast the longest vendor call and a send");
 /** Messages of the conversation read to build a context (more never fit 32 KiB anyway). */
 const CONTEXT_MESSAGES = 200;
 
@@ -56,8 +59,10 @@ export interface AiRunnerOptions {
   secretKey: Buffer;
   /** The outbound address policy's allow-list (OUTBOUND_ALLOW_PRIVATE). */
   allowPrivate: AllowList;
-  /** Per vendor attempt; default the vendor module's (30 s). */
+  /** The vendor call's one time bound, retries included (AI_VENDOR_TIMEOUT_S); default the vendor module's (30 s). */
   vendorTimeoutMs?: number;
+  /** Counts a vendor answer that reported more tokens than the request allowed (the `/metrics` counter). */
+  onUsageOverLimit?: (provider: AiProvider) => void;
   /** Called with an accepted reply (wakes the dispatcher, as the send route does). */
   afterSend: (accepted: Accepted) => Promise<void>;
   /** Creates an `ai.run` job for the pair at `at`. */
@@ -67,6 +72,26 @@ export interface AiRunnerOptions {
 /** The cost of a run in micros: each side rounded up separately, exactly (prices reach 2^53-1). */
 export function costMicros(inputTokens: number, outputTokens: number, inputPricePerMillion: bigint, outputPricePerMillion: bigint): bigint {
   return ceilDiv(BigInt(inputTokens) * inputPricePerMillion, 1_000_000n) + ceilDiv(BigInt(outputTokens) * outputPricePerMillion, 1_000_000n);
+}
+
+/** Token counts of one side each (input, output). */
+export interface Tokens {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * What a run counts of the usage a vendor reports: never more than the vendor could bill for the
+ * request, which is its worst case: the request body's UTF-8 bytes as input tokens (a token is
+ * never shorter than a byte) and the `max_output_tokens` it asked for as output. `over`: the
+ * vendor reported more than that on either side (it is flagged, and counted at the limit).
+ */
+export function countedUsage(reported: Tokens, limit: Tokens): Tokens & { over: boolean } {
+  return {
+    inputTokens: Math.min(reported.inputTokens, limit.inputTokens),
+    outputTokens: Math.min(reported.outputTokens, limit.outputTokens),
+    over: reported.inputTokens > limit.inputTokens || reported.outputTokens > limit.outputTokens,
+  };
 }
 
 function ceilDiv(a: bigint, b: bigint): bigint {
@@ -322,10 +347,12 @@ export class AiRunner {
     const body = vendorRequestBody(request);
     const inPrice = BigInt(s.input_cost_micros_per_million!);
     const outPrice = BigInt(s.output_cost_micros_per_million!);
-    const worstCase = costMicros(utf8Bytes(body), request.maxOutputTokens, inPrice, outPrice);
-    const limit = s.monthly_cost_limit_micros === null ? null : BigInt(s.monthly_cost_limit_micros);
+    // What is asked for caps what can be billed: the worst case reserved, and the most a run counts.
+    const limit: Tokens = { inputTokens: utf8Bytes(body), outputTokens: request.maxOutputTokens };
+    const worstCase = costMicros(limit.inputTokens, limit.outputTokens, inPrice, outPrice);
+    const monthlyLimit = s.monthly_cost_limit_micros === null ? null : BigInt(s.monthly_cost_limit_micros);
 
-    const refused = await this.reserve(run, worstCase, limit, sha256Hex(body));
+    const refused = await this.reserve(run, worstCase, monthlyLimit, sha256Hex(body));
     if (refused) {
       await this.finish(run, { outcome: refused });
       return;
@@ -357,12 +384,21 @@ export class AiRunner {
       return;
     }
     await this.touchCredential(s.credential_id!);
+    const counted = countedUsage(answer, limit);
+    if (counted.over) {
+      // Counts only: never a text.
+      log.warn(
+        { provider: s.provider, reported_input_tokens: answer.inputTokens, reported_output_tokens: answer.outputTokens, max_input_tokens: limit.inputTokens, max_output_tokens: limit.outputTokens },
+        "AI run: the vendor reported more tokens than the request allows; counted at the limit",
+      );
+      this.options.onUsageOverLimit?.(s.provider);
+    }
     const used: Finish = {
       outcome: s.mode === "draft" ? "drafted" : "replied",
       promptSha256: sha256Hex(answer.requestBody),
-      inputTokens: answer.inputTokens,
-      outputTokens: answer.outputTokens,
-      costMicros: costMicros(answer.inputTokens, answer.outputTokens, inPrice, outPrice),
+      inputTokens: counted.inputTokens,
+      outputTokens: counted.outputTokens,
+      costMicros: costMicros(counted.inputTokens, counted.outputTokens, inPrice, outPrice),
       latencyMs: Math.round(answer.latencyMs),
     };
 

@@ -3,8 +3,10 @@
 // through `@anthropic-ai/sdk`. Both SDKs get the same custom fetch, which puts every connection
 // through the outbound address policy (product.md, "Outbound addresses"): the URL is checked with
 // checkWebhookUrl before each attempt, the socket connects to the checked address (the host is
-// never resolved again), and redirects are returned as they are, never followed. The SDKs' own
-// `timeout` (per attempt) and `maxRetries` (429, 408, 409, 5xx and connection failures) apply.
+// never resolved again), and redirects are returned as they are, never followed. The SDKs'
+// `maxRetries` (429, 408, 409, 5xx and connection failures) apply within ONE time bound for the
+// whole call, retries and the waits between them included: when it passes the call is aborted,
+// so a vendor that never answers is asked once, not once per retry.
 //
 // Nothing here logs: both SDKs are built with logging off and tracing off, and a VendorError's
 // message is our own words (status, attempt count), never the vendor's answer, which may echo the
@@ -72,7 +74,7 @@ export class VendorError extends Error {
 export interface VendorOptions {
   /** The outbound address policy's allow-list (= ctx.config.webhooks.allowPrivate). */
   allowPrivate: AllowList;
-  /** Per attempt; default 30 s. */
+  /** The whole call's time bound, every attempt and wait between them included; default 30 s. */
   timeoutMs?: number;
   /** Retries after the first attempt on 429/5xx/connection failures; default 2. */
   maxRetries?: number;
@@ -81,6 +83,8 @@ export interface VendorOptions {
 }
 
 export const DEFAULT_VENDOR_TIMEOUT_MS = 30_000;
+/** How much later than the call's bound the SDKs' per-attempt timeout is set (so it never fires first). */
+const SDK_TIMEOUT_MARGIN_MS = 5_000;
 export const DEFAULT_VENDOR_MAX_RETRIES = 2;
 export const VENDORONE_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const VENDORTWO_DEFAULT_BASE_URL = "https://api.anthropic.com";
@@ -128,6 +132,12 @@ interface Attempt {
   body: string | null;
   /** The policy refused the URL; the reason (ours, no secrets). */
   refused: string | null;
+  /** Requests handed to a connection. */
+  sent: number;
+  /** The status the last request was answered with; null while it waits for an answer. */
+  answered: number | null;
+  /** The call's time bound passed (the call was aborted for it). */
+  outOfTime: boolean;
 }
 
 function abortError(signal: AbortSignal): unknown {
@@ -176,6 +186,8 @@ function limitBody(body: ReadableStream<Uint8Array>, limit: number): ReadableStr
 function policyFetch(policy: UrlCheckOptions, attempt: Attempt, abortAll: AbortController, agents: Map<string, Agent>) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    // No attempt starts once the call is over (its time bound passed, or the address was refused).
+    if (abortAll.signal.aborted) throw abortError(abortAll.signal);
     const check = await raceSignal(checkWebhookUrl(url, policy), init?.signal);
     if (!check.ok) {
       attempt.refused = check.reason;
@@ -190,11 +202,14 @@ function policyFetch(policy: UrlCheckOptions, attempt: Attempt, abortAll: AbortC
       agents.set(key, agent);
     }
     attempt.body = typeof init?.body === "string" ? init.body : null;
+    attempt.sent += 1;
+    attempt.answered = null;
     const res = await undiciFetch(url, {
       ...(init as Parameters<typeof undiciFetch>[1]),
       redirect: "manual",
       dispatcher: agent,
     });
+    attempt.answered = res.status;
     const nullBody = res.status === 204 || res.status === 205 || res.status === 304;
     const body = res.body && !nullBody ? limitBody(res.body as ReadableStream<Uint8Array>, MAX_VENDOR_RESPONSE_BYTES) : null;
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers as unknown as Headers });
@@ -212,21 +227,24 @@ function statusError(status: number, attempts: number, body: string | null): Ven
   return new VendorError("vendor_bad_response", `vendor answered ${status}, not an answer (redirects are not followed)`, body, status);
 }
 
-function mapError(err: unknown, attempt: Attempt, maxRetries: number): VendorError {
+function mapError(err: unknown, attempt: Attempt, timeoutMs: number): VendorError {
   if (err instanceof VendorError) return err;
   if (attempt.refused !== null) return new VendorError("vendor_address_refused", `vendor address refused: ${attempt.refused}`, null);
   const body = attempt.body;
+  if (attempt.outOfTime) {
+    // Out of time while waiting to retry an answered attempt: that answer is the failure. While a
+    // request was waiting for its answer: a timeout (the vendor may have billed it).
+    if (attempt.answered !== null && attempt.answered >= 300) return statusError(attempt.answered, attempt.sent, body);
+    return new VendorError("vendor_timeout", `no answer from the vendor within ${timeoutMs} ms (${attemptsText(attempt.sent)})`, body);
+  }
   if (err instanceof OpenAI.APIConnectionTimeoutError || err instanceof Anthropic.APIConnectionTimeoutError) {
-    return new VendorError("vendor_timeout", `no answer from the vendor in time (${attemptsText(maxRetries + 1)})`, body);
+    return new VendorError("vendor_timeout", `no answer from the vendor in time (${attemptsText(attempt.sent)})`, body);
   }
   if (err instanceof OpenAI.APIConnectionError || err instanceof Anthropic.APIConnectionError) {
-    return new VendorError("vendor_unavailable", `could not reach the vendor (${attemptsText(maxRetries + 1)})`, body);
+    return new VendorError("vendor_unavailable", `could not reach the vendor (${attemptsText(attempt.sent)})`, body);
   }
   if (err instanceof OpenAI.APIError || err instanceof Anthropic.APIError) {
-    const status = typeof err.status === "number" ? err.status : 0;
-    // The SDKs retry 408, 409, 429 and 5xx (or whatever x-should-retry says); others are final at once.
-    const retried = status === 408 || status === 409 || status === 429 || status >= 500;
-    return statusError(status, retried ? maxRetries + 1 : 1, body);
+    return statusError(typeof err.status === "number" ? err.status : 0, attempt.sent, body);
   }
   // A body that is not JSON, or larger than the cap.
   return new VendorError("vendor_bad_response", "vendor answer could not be read", body);
@@ -243,12 +261,18 @@ function badResponse(what: string, body: string | null): VendorError {
 /** Calls the vendor once (with the SDK's retries) and returns its text and usage. */
 export async function callVendor(req: VendorRequest, opts: VendorOptions): Promise<VendorAnswer> {
   const started = performance.now();
-  const timeout = opts.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS;
+  // The SDKs' own per-attempt timeout never comes first: a timed-out attempt would be retried.
+  const timeout = timeoutMs + SDK_TIMEOUT_MARGIN_MS;
   const maxRetries = opts.maxRetries ?? DEFAULT_VENDOR_MAX_RETRIES;
-  const attempt: Attempt = { body: null, refused: null };
+  const attempt: Attempt = { body: null, refused: null, sent: 0, answered: null, outOfTime: false };
   const abortAll = new AbortController();
   const agents = new Map<string, Agent>();
   if (req.apiKey === "") throw new VendorError("vendor_auth", "the credential has no API key", null);
+  const bound = setTimeout(() => {
+    attempt.outOfTime = true;
+    abortAll.abort(new Error(`the vendor call's time bound of ${timeoutMs} ms passed`));
+  }, timeoutMs);
   const fetch = policyFetch({ allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }, attempt, abortAll, agents) as unknown as typeof globalThis.fetch;
   try {
     let text: string | null;
@@ -268,7 +292,8 @@ export async function callVendor(req: VendorRequest, opts: VendorOptions): Promi
         fetch,
         logLevel: "off",
       });
-      const answer = await client.chat.completions.create(chatParams(req), { signal: abortAll.signal });
+      // Raced against the bound too: the SDK's wait before a retry does not listen to the signal.
+      const answer = await raceSignal(client.chat.completions.create(chatParams(req), { signal: abortAll.signal }), abortAll.signal);
       const content: unknown = answer?.choices?.[0]?.message?.content;
       text = typeof content === "string" ? content : null;
       input = count(answer?.usage?.prompt_tokens);
@@ -288,7 +313,7 @@ export async function callVendor(req: VendorRequest, opts: VendorOptions): Promi
         logLevel: "off",
         openTelemetry: false,
       });
-      const answer = await client.messages.create(messagesParams(req), { signal: abortAll.signal });
+      const answer = await raceSignal(client.messages.create(messagesParams(req), { signal: abortAll.signal }), abortAll.signal);
       const blocks: unknown = answer?.content;
       text = Array.isArray(blocks)
         ? blocks
@@ -309,8 +334,9 @@ export async function callVendor(req: VendorRequest, opts: VendorOptions): Promi
       latencyMs: Math.round(performance.now() - started),
     };
   } catch (err) {
-    throw mapError(err, attempt, maxRetries);
+    throw mapError(err, attempt, timeoutMs);
   } finally {
+    clearTimeout(bound);
     await Promise.allSettled([...agents.values()].map((a) => a.destroy()));
   }
 }

@@ -18,6 +18,7 @@ import { OAuth1732250600000 } from "./migrations/1732250600000-oauth.js";
 import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
+import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
 import { Groups1732260000000 } from "./migrations/1732260000000-groups.js";
 
 export const ENTITIES = [
@@ -45,5 +46,6 @@ export const MIGRATIONS = [
   OAuth1732250600000,
   Ai1732250700000,
   AiRuns1732250800000,
+  TimelineOrder1732250919000,
   Groups1732260000000,
 ];

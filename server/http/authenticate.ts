@@ -13,6 +13,7 @@ import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import { sessionMayUse } from "../../contract/permissions.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { ApiError } from "./errors.js";
+import { isJsonContentType } from "./json-body.js";
 import type { Principal } from "./principal.js";
 import { rateLimitHeaders, TokenBucketLimiter } from "./rate-limit.js";
 
@@ -120,7 +121,10 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     const resolved = token ? await resolveSession(options.db, token) : null;
     if (!resolved) throw new ApiError("unauthorized", "Sign in first: POST /v1/auth/request-code, then /v1/auth/verify.");
     if (!SAFE_METHODS.has(req.method) && isCrossSite(req, options.trustedOrigins)) {
-      throw new ApiError("cross_site_request", "Cookie-authenticated changes must come from the dashboard's own origin.");
+      throw new ApiError(
+        "cross_site_request",
+        "A change made with the session cookie must come from the dashboard's own origin: send JSON (Content-Type: application/json), or Origin / Sec-Fetch-Site naming this origin.",
+      );
     }
     res.locals.user = resolved.user;
     return resolved.principal;
@@ -146,18 +150,21 @@ function bearerToken(req: Request): string | undefined {
 }
 
 /**
- * Browsers always label cross-site requests (Sec-Fetch-Site, Origin); a request with neither comes
- * from a non-browser client, which cannot be tricked into carrying someone's cookie.
+ * Whether a cookie-authenticated change provably comes from the gateway's own pages. A cross-site
+ * form can send only a form, multipart or text body (or none) and sets neither header below to
+ * our origin; JSON needs a CORS preflight, which this server never grants with credentials. So a
+ * change is accepted only when the browser says it is same-origin (`Sec-Fetch-Site`, `Origin`) or
+ * when it is JSON; any sign of another site (an `Origin` or `Sec-Fetch-Site` naming one) refuses it
+ * whatever its type. A non-browser client sending a session cookie without a body says
+ * `Content-Type: application/json` or its `Origin` (the SDK does).
  */
 export function isCrossSite(req: Request, trustedOrigins: string[]): boolean {
-  const site = req.headers["sec-fetch-site"];
-  if (site === "cross-site" || site === "same-site") {
-    const origin = req.headers.origin;
-    return !(origin && trustedOrigins.includes(origin));
-  }
   const origin = req.headers.origin;
-  if (origin !== undefined) return !trustedOrigins.includes(origin);
-  return false;
+  const site = req.headers["sec-fetch-site"];
+  const trustedOrigin = origin !== undefined && trustedOrigins.includes(origin);
+  if (origin !== undefined && !trustedOrigin) return true;
+  if ((site === "cross-site" || site === "same-site") && !trustedOrigin) return true;
+  return !(trustedOrigin || site === "same-origin" || isJsonContentType(req.headers["content-type"]));
 }
 
 export type { NextFunction };

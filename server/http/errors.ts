@@ -99,6 +99,16 @@ export function sendProblem(res: Response, err: ApiError): void {
   res.status(err.status).type("application/problem+json").send(JSON.stringify(problemBody(err, requestId)));
 }
 
+/**
+ * PostgreSQL's refusals of text it cannot hold: 22021 character_not_in_repertoire ("invalid byte
+ * sequence for encoding UTF8: 0x00"), 22P05 untranslatable_character (a NUL escape in jsonb).
+ */
+function isUnstorableText(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } };
+  const code = e.driverError?.code ?? e.code;
+  return code === "22021" || code === "22P05";
+}
+
 /** The last Express middleware: maps everything thrown to problem+json. */
 export function errorMiddleware(err: unknown, req: Request, res: Response, _next: NextFunction): void {
   if (res.headersSent) {
@@ -113,6 +123,12 @@ export function errorMiddleware(err: unknown, req: Request, res: Response, _next
   if (err instanceof URIError && status === 400) return sendProblem(res, new ApiError("validation_failed", "The request path could not be decoded (a malformed percent-escape)."));
   if (status !== undefined && status >= 400 && status < 500) {
     return sendProblem(res, new ApiError("validation_failed", "The request body could not be read."));
+  }
+  // Input the edge's checks missed that PostgreSQL cannot hold (a NUL in text, bytes that are not
+  // UTF-8): the client's input, not a fault of ours. Kept visible to the operator as a warning.
+  if (isUnstorableText(err)) {
+    req.log?.warn({ err }, "input the database cannot store reached a query");
+    return sendProblem(res, new ApiError("validation_failed", "The request contains a character that cannot be stored (such as NUL, U+0000)."));
   }
   // An outage is not a bug: the client is told to retry (with the same Idempotency-Key for a send).
   if (isDatabaseUnavailable(err)) {

@@ -8,7 +8,9 @@
 // - A query parameter the route does not declare (routes without a query schema take none; those
 //   with one are strict in the contract).
 // - The Idempotency-Key header given twice: Node would join both into one key "a, b". A query
-//   parameter given twice likewise (none is a list).
+//   parameter given twice likewise (none is a list). Authorization and Content-Type given twice
+//   are refused earlier, before anything reads them (refuseRepeatedHeaders): Node keeps the first
+//   and drops the others silently, so the credential or the body's type would be a guess.
 // Bodies are at most 64 levels deep (server/http/json-body.ts); the walk is iterative anyway.
 import type { RequestHandler, Request } from "express";
 import type { AppRoute } from "@ts-rest/core";
@@ -18,7 +20,7 @@ const MAX_ERRORS = 10;
 
 export const checkInput: RequestHandler = (req, _res, next) => {
   const errors: FieldError[] = [];
-  if (req.headers["idempotency-key"] !== undefined && headerCount(req, "idempotency-key") > 1) errors.push({ path: "headers.idempotency-key", message: "must be given once" });
+  errors.push(...repeatedHeaders(req, ["idempotency-key"]));
   const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
   if (route && !route.query && !route.path.startsWith("/v1/oauth/")) {
     for (const name of Object.keys(req.query as object)) errors.push({ path: `query.${name}`, message: "is not a parameter of this operation" });
@@ -33,14 +35,38 @@ export const checkInput: RequestHandler = (req, _res, next) => {
   next(errors.length ? ApiError.validation(errors.slice(0, MAX_ERRORS)) : undefined);
 };
 
-function headerCount(req: Request, lowerName: string): number {
-  let n = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === lowerName) n++;
-  return n;
+/**
+ * The string rules above for input that reaches the database outside the contract's routes (the
+ * sandbox's control API): what they refuse, each with its path under `rootPath`.
+ */
+export function unstorableStrings(value: unknown, rootPath: string): FieldError[] {
+  const errors: FieldError[] = [];
+  findBadInput(value, rootPath, errors);
+  return errors;
 }
 
+/** A 400 field error for each of `lowerNames` sent more than once. */
+function repeatedHeaders(req: Request, lowerNames: readonly string[]): FieldError[] {
+  const present = lowerNames.filter((name) => req.headers[name] !== undefined);
+  if (present.length === 0) return [];
+  const counts = new Map<string, number>();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    if (present.includes(name)) counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  return present.filter((name) => counts.get(name)! > 1).map((name) => ({ path: `headers.${name}`, message: "must be given once" }));
+}
+
+/** Headers whose meaning a repetition makes ambiguous, refused on every route before they are read. */
+const ONCE_ONLY_HEADERS = ["authorization", "content-type"] as const;
+
+export const refuseRepeatedHeaders: RequestHandler = (req, _res, next) => {
+  const errors = repeatedHeaders(req, ONCE_ONLY_HEADERS);
+  next(errors.length ? ApiError.validation(errors) : undefined);
+};
+
 /** Why a string may not be stored, or null. */
-function stringProblem(s: string): string | null {
+export function stringProblem(s: string): string | null {
   if (s.includes("\u0000")) return "the NUL character (U+0000)";
   // Node 20 has String.prototype.isWellFormed (ES2024); the TypeScript lib here stops at ES2023.
   if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return "a lone UTF-16 surrogate (U+D800 to U+DFFF without its pair)";

@@ -14,6 +14,15 @@ export const MAX_JSON_DEPTH = 64;
 /** Content types read as JSON bodies. */
 export const JSON_TYPES = ["application/json", "application/*+json"];
 
+/**
+ * Whether a Content-Type header names one of JSON_TYPES, body or not (`req.is` answers only for a
+ * request with a body).
+ */
+export function isJsonContentType(header: string | undefined): boolean {
+  const type = header?.split(";")[0]!.trim().toLowerCase();
+  return type !== undefined && (type === "application/json" || /^application\/[^/]+\+json$/.test(type));
+}
+
 export function tooLarge(): ApiError {
   return new ApiError("payload_too_large", `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`);
 }

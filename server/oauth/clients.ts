@@ -37,6 +37,8 @@ export function redirectUriProblem(uri: string): string | null {
     return `${uri} is not an absolute URL`;
   }
   if (u.hash) return `${uri} has a fragment`;
+  // https://trusted.example@evil.example/ reads as the first host to a person and goes to the second.
+  if (u.username || u.password) return `${uri} has user information (user:password@) before its host`;
   if (u.protocol === "https:") return null;
   if (u.protocol === "http:" && LOOPBACK.has(u.hostname)) return null;
   return `${uri} must use https, or http on a loopback address`;

@@ -116,7 +116,7 @@ export async function exchangeCode(db: DataSource, x: CodeExchange): Promise<Iss
   return outcome;
 }
 
-export async function refresh(db: DataSource, token: string, clientId: string | undefined, resource: string | undefined): Promise<IssuedTokens> {
+export async function refresh(db: DataSource, token: string, clientId: string, resource: string | undefined): Promise<IssuedTokens> {
   const outcome = await db.transaction(async (em) => {
     if (!token.startsWith(REFRESH_TOKEN_PREFIX)) return invalidGrant("The refresh token is unknown.");
     const rows: (GrantRow & { used_at: Date | null; expired: boolean })[] = await em.query(
@@ -134,7 +134,7 @@ export async function refresh(db: DataSource, token: string, clientId: string | 
       return invalidGrant("The refresh token was already used; every token of this authorization is revoked.");
     }
     if (g.expired) return invalidGrant("The refresh token has expired.");
-    if (clientId !== undefined && clientId !== g.client_id) return invalidGrant("The refresh token was issued to another client.");
+    if (clientId !== g.client_id) return invalidGrant("The refresh token was issued to another client.");
     if (resource !== undefined && resource !== g.resource) return new OAuthProtocolError("invalid_target", "The resource does not match the authorization.");
     let scopes: string[];
     try {
@@ -148,6 +148,15 @@ export async function refresh(db: DataSource, token: string, clientId: string | 
   });
   if (outcome instanceof OAuthProtocolError) throw outcome;
   return outcome;
+}
+
+/**
+ * Whether a member has approved `clientId` with `redirectUri` (an approval not since revoked): only
+ * then is an authorization error sent to that URI rather than shown (RFC 9700 4.11.2).
+ */
+export async function approvedRedirect(db: DataSource, clientId: string, redirectUri: string): Promise<boolean> {
+  const found: unknown[] = await db.query(`SELECT 1 FROM oauth_grants WHERE client_id = $1 AND redirect_uri = $2 AND revoked_at IS NULL LIMIT 1`, [clientId, redirectUri]);
+  return found.length > 0;
 }
 
 export interface AuthorizedClient {

@@ -1,19 +1,21 @@
 // contract.oauth. register, authorize and token answer in their route middleware, before the
 // contract's schema check, because their refusals are OAuth's own (RFC 6749 4.1.2.1 and 5.2,
 // RFC 7591 3.2.2), not problem documents: a bad client or redirect URI is answered here (never
-// redirected to), anything else about an authorization request is redirected to the client.
+// redirected to); anything else about an authorization request is redirected to the client when
+// a member has approved that client with that redirect URI, and otherwise shown on a page
+// (RFC 9700 4.11.2: no open redirect through a self-registered redirect URI).
 import type { RequestHandler, Response } from "express";
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import { CONSENT_PAGE_PATH, RegisterClientBody } from "../../contract/oauth.js";
 import type { AppContext } from "../context.js";
 import { ApiError, sendProblem } from "../http/errors.js";
-import { JSON_TYPES } from "../http/json-body.js";
 import { clientIp, sessionOf } from "../http/principal.js";
 import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
 import { clientRedirect, RequestSigner } from "./authorize-request.js";
 import { clientFromMetadataDocument, findClient, isMetadataDocumentId, OAuthProtocolError, registerClient } from "./clients.js";
-import { approve, exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
+import { approve, approvedRedirect, exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
+import { sendAuthorizationErrorPage } from "./error-page.js";
 import { issuerOf, publicCors, toolResourceOf } from "./metadata.js";
 import { cappedScopes, MCP_SCOPE_TEXT, MCP_SCOPES } from "./tokens.js";
 
@@ -34,6 +36,16 @@ function param(source: unknown, name: string): string | undefined {
   const v = (source as Record<string, unknown> | undefined)?.[name];
   return typeof v === "string" ? v : undefined;
 }
+
+/** RFC 6749 3.1: request parameters are sent once; the first of `names` given more than once. */
+function repeatedParam(source: unknown, names: readonly string[]): string | undefined {
+  return names.find((name) => Array.isArray((source as Record<string, unknown> | undefined)?.[name]));
+}
+
+const givenTwice = (name: string) => `${name} given twice: each parameter is sent once (RFC 6749 3.1)`;
+
+const AUTHORIZE_PARAMS = ["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "scope", "state", "resource"] as const;
+const TOKEN_PARAMS = ["grant_type", "code", "redirect_uri", "code_verifier", "client_id", "refresh_token", "resource"] as const;
 
 const unreachable = async (): Promise<never> => {
   throw new Error("answered by the route middleware");
@@ -75,6 +87,9 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
   const authorize: RequestHandler = (req, res, next) => {
     (async () => {
       const q = req.query;
+      // Which client and where to: asked twice, neither can be trusted, so nothing is redirected.
+      const ambiguous = repeatedParam(q, ["client_id", "redirect_uri"]);
+      if (ambiguous) return sendProblem(res, ApiError.validation([{ path: `query.${ambiguous}`, message: givenTwice(ambiguous) }]));
       const clientId = param(q, "client_id");
       const redirectUri = param(q, "redirect_uri");
       let client;
@@ -89,8 +104,18 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         return sendProblem(res, ApiError.validation([{ path: "query.redirect_uri", message: "must be exactly one of the client's registered redirect URIs" }]));
       }
       const state = param(q, "state") ?? null;
+      const trusted = await approvedRedirect(ctx.db, client.id, redirectUri);
       const refuse = (error: string, description: string) =>
-        res.redirect(302, clientRedirect({ redirectUri, state }, issuer, { error, error_description: description }));
+        trusted
+          ? res.redirect(302, clientRedirect({ redirectUri, state }, issuer, { error, error_description: description }))
+          : sendAuthorizationErrorPage(res, {
+              error,
+              description,
+              client: client.name ?? client.id,
+              why: `No member has approved this application with ${new URL(redirectUri).host} yet, so you are not sent there.`,
+            });
+      const repeated = repeatedParam(q, AUTHORIZE_PARAMS);
+      if (repeated) return refuse("invalid_request", givenTwice(repeated));
       if (state !== null && state.length > 1024) return refuse("invalid_request", "state is longer than 1024 characters.");
       if (param(q, "response_type") !== "code") return refuse("unsupported_response_type", "Only response_type=code is supported.");
       const challenge = param(q, "code_challenge");
@@ -110,6 +135,8 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
   const token: RequestHandler = (req, res, next) => {
     (async () => {
       const b = req.body as unknown;
+      const repeated = repeatedParam(b, TOKEN_PARAMS);
+      if (repeated) throw new OAuthProtocolError("invalid_request", givenTwice(repeated));
       const grantType = param(b, "grant_type");
       let issued;
       if (grantType === "authorization_code") {
@@ -125,7 +152,10 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       } else if (grantType === "refresh_token") {
         const rt = param(b, "refresh_token");
         if (!rt) throw new OAuthProtocolError("invalid_request", "refresh_token is required.");
-        issued = await refresh(ctx.db, rt, param(b, "client_id"), param(b, "resource"));
+        // A public client has no secret: its client_id is what binds the token to it (RFC 6749 6).
+        const clientId = param(b, "client_id");
+        if (!clientId) throw new OAuthProtocolError("invalid_request", "client_id is required: a refresh names the client it was issued to.");
+        issued = await refresh(ctx.db, rt, clientId, param(b, "resource"));
       } else {
         throw new OAuthProtocolError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.");
       }
@@ -160,12 +190,9 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         },
       };
     },
-    decideConsent: async ({ req, body, res }) => {
-      // The session check already refused a cross-site Origin / Sec-Fetch-Site. JSON only, too: a
-      // form from another site cannot send it without a CORS preflight this server never grants.
-      if (!req.is(JSON_TYPES)) {
-        throw ApiError.validation([{ path: "headers.content-type", message: "must be application/json" }]);
-      }
+    decideConsent: async ({ body, res }) => {
+      // The session check refused anything not provably from the dashboard's origin, and the body
+      // is read as JSON only (forms are read on the token endpoint alone).
       const p = sessionOf(res);
       const request = signer.openOrRefuse(body.request, "body.request");
       if (body.decision === "deny") {

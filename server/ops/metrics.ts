@@ -39,6 +39,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** AI vendor answers reporting more tokens than their request allowed (counted at the limit), by provider. */
+  readonly aiUsageOverLimit = new Counter({
+    name: "svc_ai_vendor_usage_over_limit_total",
+    help: "AI vendor answers that reported more tokens than the request allowed, by provider (counted at the limit)",
+    labelNames: ["provider"] as const,
+    registers: [this.registry],
+  });
   /** Outgoing mail (sign-in codes, invitations) by kind: attempts that failed, and mails given up on. */
   readonly mailFailures = new Counter({
     name: "svc_mail_failures_total",

@@ -2,11 +2,12 @@
 // even read, so an unknown provider or token is a 404 whatever was sent. For a known token, a
 // payload we cannot read (malformed JSON, unknown event type, missing fields) is acknowledged
 // with 202 and ignored: an engine retrying it would never succeed, and nothing of it is stored.
-import type { ErrorRequestHandler, RequestHandler } from "express";
+import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { AppRouteImplementation } from "@ts-rest/express";
 import type { contract } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
 import { ApiError, sendProblem } from "../http/errors.js";
+import { stringProblem } from "../http/input-check.js";
 
 export const PROVIDER_CALLBACK_PATH = "/v1/provider/:providerName/:token";
 
@@ -14,16 +15,22 @@ export const PROVIDER_CALLBACK_PATH = "/v1/provider/:providerName/:token";
 export function providerTokenCheck(ctx: AppContext): RequestHandler {
   return (req, res, next) => {
     const { providerName, token } = req.params as { providerName: string; token: string };
+    // A name the database could not even hold (a NUL, a lone surrogate) names no connection.
+    if (stringProblem(providerName) || stringProblem(token)) return unknownCallback(res);
     ctx.services.providerCallbacks.knows(providerName, token).then((known) => {
       if (known) {
         res.locals.knownCallback = true;
         return next();
       }
-      // The body stays unread: close the connection rather than parse it as the next request.
-      res.setHeader("Connection", "close");
-      sendProblem(res, ApiError.notFound("callback (unknown provider or token)"));
+      unknownCallback(res);
     }, next);
   };
+}
+
+function unknownCallback(res: Response): void {
+  // The body stays unread: close the connection rather than parse it as the next request.
+  res.setHeader("Connection", "close");
+  sendProblem(res, ApiError.notFound("callback (unknown provider or token)"));
 }
 
 /** Mounted after the routes: a known callback's unreadable payload is ignored, not refused. */

@@ -44,7 +44,6 @@ export function webRouter(config: Pick<Config, "baseUrl" | "webUrl">, dist = web
   const router = Router();
   router.use((_req, res, next) => {
     res.setHeader("Content-Security-Policy", csp);
-    res.setHeader("X-Content-Type-Options", "nosniff");
     res.setHeader("Referrer-Policy", "same-origin");
     next();
   });

@@ -42,6 +42,14 @@ export async function http(method: string, path: string, init: { body?: unknown;
   return { status: res.status, headers: res.headers, text, json: json as Record<string, unknown> & { code?: string } };
 }
 
+/**
+ * What the dashboard's own page sends with a change made with its session: the cookie and the
+ * page's origin (a browser adds Origin to every POST, PUT, PATCH and DELETE).
+ */
+export function fromDashboard(cookie: string): Record<string, string> {
+  return { cookie, origin: new URL(testEnv().gateway.ctx.config.webUrl).origin };
+}
+
 /** A distinct client address per simulated user, so per-IP limits of one test do not touch another. */
 export function clientAddress(): string {
   const b = randomBytes(3);

@@ -63,6 +63,9 @@ export function spawnMain(env: Record<string, string>, options: ChildOptions = {
   return spawn("sh", ["-c", `umask ${options.umask} && exec "$0" "$@"`, process.execPath, ...args], spawnOptions);
 }
 
+/** How long a child gateway may take to become ready (a loaded machine's start-up); a test that starts children allows this per child in its own timeout. */
+export const CHILD_READY_MS = 60_000;
+
 export async function startChildGateway(env: Record<string, string | undefined> = {}, options: ChildOptions = {}): Promise<ChildGateway> {
   const port = await freePort();
   const child = spawnMain(childEnv({ PORT: String(port), ...env }), options);
@@ -72,14 +75,14 @@ export async function startChildGateway(env: Record<string, string | undefined> 
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   // The embedded database takes a few seconds more to start than a connection to PostgreSQL.
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + CHILD_READY_MS;
   while (options.ready !== false) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`child gateway not ready within 60 s:\n${out}`);
+      throw new Error(`child gateway not ready within ${CHILD_READY_MS / 1000} s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -105,11 +108,11 @@ export async function startChildGateway(env: Record<string, string | undefined> 
  * it; a lock seen meanwhile is a child's).
  */
 export async function jobsLeftToChildren<T>(body: () => Promise<T>): Promise<T> {
-  const agenda = testEnv().gateway.ctx.jobs.agenda;
-  await agenda.stop(false);
+  const jobs = testEnv().gateway.ctx.jobs;
+  await jobs.pause();
   try {
     return await body();
   } finally {
-    await agenda.start();
+    await jobs.start();
   }
 }

@@ -3,13 +3,14 @@
 // refused, as when a database server or its host goes down); restore() listens again on the
 // same port, as when it comes back. loseAnswerTo() cuts one connection at the worst moment for a
 // write: its statement reaches the server and completes there, and its answer never arrives.
+// holdAnswerTo() keeps that answer back instead, until the test lets it through.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   /** Armed by loseAnswerTo: the statement whose answer the next connection sending it loses. */
-  private trap: { marker: Buffer; sprung: () => void } | null = null;
+  private trap: { marker: Buffer; sprung: () => void; hold: Promise<void> | null } | null = null;
   /** The port the proxy listens on; fixed at the first listen so clients keep their URL. */
   port = 0;
 
@@ -64,20 +65,29 @@ export class TcpProxy {
           if (seen.includes(trap.marker)) {
             this.trap = null;
             held = Buffer.alloc(0);
-            const sprung = trap.sprung;
-            upstream.on("data", () => {
+            const scan = () => {
               for (let at = 0; held!.length - at >= 5; ) {
                 const end = at + 1 + held!.readUInt32BE(at + 1);
                 if (end > held!.length) break;
                 if (held![at] === 0x5a) {
-                  client.resetAndDestroy();
-                  drop();
-                  sprung();
+                  upstream.off("data", scan);
+                  trap.sprung();
+                  if (trap.hold) {
+                    // Let through, with whatever followed it, once released.
+                    void trap.hold.then(() => {
+                      if (held) client.write(held);
+                      held = null;
+                    });
+                  } else {
+                    client.resetAndDestroy();
+                    drop();
+                  }
                   return;
                 }
                 at = end;
               }
-            });
+            };
+            upstream.on("data", scan);
           }
           tail = seen.subarray(Math.max(0, seen.length - trap.marker.length));
         }
@@ -103,8 +113,21 @@ export class TcpProxy {
    */
   loseAnswerTo(marker: string): Promise<void> {
     return new Promise((resolve) => {
-      this.trap = { marker: Buffer.from(marker), sprung: resolve };
+      this.trap = { marker: Buffer.from(marker), sprung: resolve, hold: null };
     });
+  }
+
+  /**
+   * Like loseAnswerTo, but the answer is kept back, not lost: `answered` resolves once the
+   * statement has completed on the server, and the client reads its answer after `release()`.
+   */
+  holdAnswerTo(marker: string): { answered: Promise<void>; release: () => void } {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const answered = new Promise<void>((resolve) => {
+      this.trap = { marker: Buffer.from(marker), sprung: resolve, hold };
+    });
+    return { answered, release };
   }
 
   /** Refuses new connections and resets every open one. */

@@ -5,6 +5,7 @@ import { Router, type Request, type Response } from "express";
 import type { z } from "zod";
 import type { Config } from "../../config.js";
 import { ApiError, zodFieldErrors } from "../../http/errors.js";
+import { unstorableStrings } from "../../http/input-check.js";
 import type { EngineRegistry } from "../engine.js";
 import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
 import { networkChange, networkCreateGroup, networkMembers } from "./groups.js";
@@ -62,6 +63,8 @@ function controlRouter(engine: SandboxEngine): Router {
 }
 
 function parse<T extends z.ZodTypeAny>(schema: T, value: unknown, where: string): z.infer<T> {
+  const unstorable = unstorableStrings(value, where);
+  if (unstorable.length) throw ApiError.validation(unstorable);
   const result = schema.safeParse(value ?? {});
   if (!result.success) throw ApiError.validation(zodFieldErrors(result.error, where));
   return result.data;
