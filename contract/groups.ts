@@ -112,6 +112,24 @@ export const GroupInvite = z.object({
 });
 export type GroupInvite = z.infer<typeof GroupInvite>;
 
+/** `data` of `group.updated`: the group after the change, and which of its fields changed. */
+export const GroupUpdatedData = z.object({
+  group: Group,
+  changed: z.array(z.enum(["subject", "description", "announce", "locked"])),
+});
+export type GroupUpdatedData = z.infer<typeof GroupUpdatedData>;
+
+export const GroupParticipantChange = z.object({
+  phone: z.string().nullable(),
+  lid: z.string().nullable(),
+  change: z.enum(["joined", "left", "promoted", "demoted"]),
+});
+export type GroupParticipantChange = z.infer<typeof GroupParticipantChange>;
+
+/** `data` of `group.participants`: who joined, left, was promoted or demoted. */
+export const GroupParticipantsData = z.object({ group: GroupSummary, changes: z.array(GroupParticipantChange) });
+export type GroupParticipantsData = z.infer<typeof GroupParticipantsData>;
+
 const read = { security: { auth: "key_or_session", scope: "connections:read" }, tag: "Groups" } satisfies RouteMetadata;
 const write = { security: { auth: "key_or_session", scope: "connections:write" }, tag: "Groups" } satisfies RouteMetadata;
 const CONNECTED = "409 `connection_not_ready` unless the connection is connected.";

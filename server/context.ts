@@ -117,7 +117,7 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
     workspaces: new WorkspaceService(deps.db, deps.keyCache),
     connections,
-    groups: new GroupService(deps.config, deps.engines, connections),
+    groups: new GroupService(deps.db, deps.config, deps.engines, connections),
     providerCallbacks: deps.providerCallbacks,
     schedules: new ScheduleService(deps.db, sender),
     scheduleFiring: new ScheduleFiring(deps.db, deps.logger),

@@ -7,7 +7,9 @@ import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { expectOk } from "../sdk/src/index.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
+import { testEnv } from "./setup.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
+import { waitFor } from "./support/wait.js";
 
 const SCOPES = ["connections:read", "connections:write"] as const;
 
@@ -69,7 +71,13 @@ describe("groups (sandbox)", () => {
   });
 
   it("pages the list newest first with a cursor bound to the connection", async () => {
-    for (let i = 0; i < 3; i++) await networkGroup("member");
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++) made.push(await networkGroup("member"));
+    // The network reports each new group; the list has them once the reports arrived.
+    await waitFor(
+      () => expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } })),
+      (l) => made.every((id) => l.data.some((g) => g.id === id)),
+    );
     const first = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 2 } }));
     expect(first.data).to.have.length(2);
     expect(first.next_cursor).to.be.a("string");
@@ -90,7 +98,10 @@ describe("groups (sandbox)", () => {
     await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "leave", phones: [b] });
     await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "promote", phones: [a, linked] });
     expect((await sandbox("PATCH", `/groups/${encodeURIComponent(group)}`, { subject: "Renamed", description: "About" })).status).to.equal(200);
-    const got = await expectOk(client.groups.get({ params: { connection: slug, group } }));
+    const got = await waitFor(
+      () => expectOk(client.groups.get({ params: { connection: slug, group } })),
+      (g) => g.subject === "Renamed" && g.size === 2 && g.own_role === "admin" && g.participants.some((p) => p.phone === a && p.role === "admin"),
+    );
     expect(got).to.include({ subject: "Renamed", description: "About", own_role: "admin", size: 2 });
     expect(got.participants.map((p) => [p.phone, p.role])).to.have.deep.members([
       [linked, "admin"],
@@ -232,5 +243,86 @@ describe("groups (sandbox)", () => {
     expect(refused.json.code).to.equal("insufficient_scope");
     const stranger = await (await newWorkspace("pro")).key([...SCOPES]);
     expect((await http("GET", path(group), { headers: { authorization: `Bearer ${stranger.key}` } })).status).to.equal(404);
+  });
+});
+
+describe("groups: cached metadata and events (sandbox)", () => {
+  let ws: TestWorkspace;
+  let client: Client;
+  let slug: string;
+  let linked: string;
+  let connectionId: string;
+  const calls: string[] = [];
+  let restore: () => void;
+
+  const eventsOf = async (type: string) =>
+    (await testEnv().gateway.ctx.db.query(`SELECT payload FROM events WHERE connection_id = $1 AND type = $2 ORDER BY created_at, id`, [connectionId, type])).map(
+      (r: { payload: { data: Record<string, unknown> } }) => r.payload.data,
+    ) as Record<string, unknown>[];
+
+  before(async () => {
+    ws = await newWorkspace("pro");
+    client = (await ws.key([...SCOPES])).client;
+    slug = `cache-${randomBytes(3).toString("hex")}`;
+    linked = uniquePhone("+1556");
+    connectionId = (await pairConnection(client, slug, linked)).id;
+    // Count the engine's group queries (the real sandbox engine answers them).
+    const groups = testEnv().gateway.ctx.engines.get("sandbox")!.groups!;
+    const original = { list: groups.list.bind(groups), get: groups.get.bind(groups) };
+    groups.list = (c) => (c.id === connectionId && calls.push("list"), original.list(c));
+    groups.get = (c, g) => (c.id === connectionId && calls.push("get"), original.get(c, g));
+    restore = () => Object.assign(groups, original);
+  });
+
+  after(() => restore());
+
+  it("asks the network for the list once; the network's group events keep it fresh, with group.joined, group.updated and group.participants", async () => {
+    const first = await sandbox("POST", "/groups", { phone: linked, subject: "Before" });
+    const group = first.json.id as string;
+    await expectOk(client.groups.list({ params: { connection: slug } }));
+    await expectOk(client.groups.list({ params: { connection: slug } }));
+    expect(calls.filter((c) => c === "list")).to.have.length(1);
+
+    const newcomer = uniquePhone();
+    await sandbox("POST", `/groups/${encodeURIComponent(group)}/members`, { action: "join", phones: [newcomer] });
+    await sandbox("PATCH", `/groups/${encodeURIComponent(group)}`, { subject: "After" });
+    const second = await sandbox("POST", "/groups", { phone: linked, subject: "New one" });
+    const seen = await waitFor(
+      () => expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } })),
+      (l) => l.data.some((g) => g.id === second.json.id) && l.data.some((g) => g.id === group && g.subject === "After" && g.size === 2),
+    );
+    expect(seen.data.map((g) => g.id)).to.include.members([group, second.json.id]);
+    const got = await expectOk(client.groups.get({ params: { connection: slug, group } }));
+    expect(got.participants.map((p) => p.phone)).to.have.members([linked, newcomer]);
+    expect(calls.filter((c) => c === "list")).to.have.length(1);
+    expect(calls.filter((c) => c === "get"), "reads served from the cache").to.have.length(0);
+
+    // The first group may have been reported before the first list (then it was joined as far as the gateway knows).
+    const joined = (await eventsOf("group.joined")).map((d) => d.id);
+    expect(joined).to.include(second.json.id);
+    expect(joined.filter((id) => id !== group)).to.deep.equal([second.json.id]);
+    const updated = await eventsOf("group.updated");
+    expect(updated).to.have.length(1);
+    expect(updated[0]).to.deep.include({ changed: ["subject"] });
+    expect(updated[0]!.group).to.include({ id: group, subject: "After" });
+    const participants = await eventsOf("group.participants");
+    expect(participants.map((d) => d.changes)).to.deep.equal([[{ phone: newcomer, lid: null, change: "joined" }]]);
+  });
+
+  it("records the linked number leaving, removes the group from the list, and changes made through the API record their events once", async () => {
+    const made = await expectOk(client.groups.create({ params: { connection: slug }, body: { subject: "Ours", participants: [uniquePhone()] } }));
+    await expectOk(client.groups.update({ params: { connection: slug, group: made.id }, body: { description: "Shift notes" } }));
+    expect((await http("POST", `/v1/connections/${slug}/groups/${encodeURIComponent(made.id)}/leave`, { headers: { authorization: `Bearer ${(await ws.key([...SCOPES])).key}` } })).status).to.equal(204);
+    const listed = await expectOk(client.groups.list({ params: { connection: slug }, query: { limit: 100 } }));
+    expect(listed.data.map((g) => g.id)).to.not.include(made.id);
+    // The network echoes each change back; the cache already has it, so nothing is recorded twice.
+    await waitFor(
+      async () => (await testEnv().gateway.ctx.db.query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [connectionId]))[0].n as number,
+      (n) => n === 0,
+    );
+    expect((await eventsOf("group.joined")).filter((d) => d.id === made.id)).to.have.length(1);
+    expect((await eventsOf("group.updated")).filter((d) => (d.group as { id: string }).id === made.id).map((d) => d.changed)).to.deep.equal([["description"]]);
+    const left = (await eventsOf("group.participants")).filter((d) => (d.group as { id: string }).id === made.id);
+    expect(left.map((d) => d.changes)).to.deep.equal([[{ phone: linked, lid: null, change: "left" }]]);
   });
 });

@@ -1,6 +1,6 @@
 // The body of each webhook event, typed by its `type` (docs/webhooks.md): `data` is the resource
 // as the API shows it. Narrow on `event.type` and `event.data` follows.
-import type { AiDraftCreatedData, AiReplySentData, Connection, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
+import type { AiDraftCreatedData, AiReplySentData, Connection, Group, GroupParticipantsData, GroupUpdatedData, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
 
 /** `data` of each event type. */
 export interface WebhookEventDataMap {
@@ -18,6 +18,9 @@ export interface WebhookEventDataMap {
   "schedule.completed": ScheduleCompletedData;
   "ai.draft.created": AiDraftCreatedData;
   "ai.reply.sent": AiReplySentData;
+  "group.joined": Group;
+  "group.updated": GroupUpdatedData;
+  "group.participants": GroupParticipantsData;
 }
 
 /** One delivery's body; with `T` left out, the union of every event type, discriminated by `type`. */

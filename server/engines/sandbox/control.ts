@@ -8,7 +8,6 @@ import { ApiError, zodFieldErrors } from "../../http/errors.js";
 import { unstorableStrings } from "../../http/input-check.js";
 import type { EngineRegistry } from "../engine.js";
 import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
-import { networkChange, networkCreateGroup, networkMembers } from "./groups.js";
 import { FaultsBody, GroupBody, GroupChangeBody, GroupMembersBody, InboundBody, LogoutBody, NumberBody, PhoneSendBody, ReceivedQuery, ScanBody } from "./schemas.js";
 
 export const SANDBOX_CONTROL_PATH = "/sandbox/v1";
@@ -45,13 +44,13 @@ function controlRouter(engine: SandboxEngine): Router {
     res.status(200).json({ data: await network.received(to) });
   });
   router.post("/groups", async (req, res) => {
-    res.status(201).json(await networkCreateGroup(engine.db, parse(GroupBody, req.body, "body")));
+    res.status(201).json(await engine.groups.networkCreate(parse(GroupBody, req.body, "body")));
   });
   router.post("/groups/:group/members", async (req, res) => {
-    res.status(200).json(await networkMembers(engine.db, req.params.group, parse(GroupMembersBody, req.body, "body")));
+    res.status(200).json(await engine.groups.networkMembers(req.params.group, parse(GroupMembersBody, req.body, "body")));
   });
   router.patch("/groups/:group", async (req, res) => {
-    res.status(200).json(await networkChange(engine.db, req.params.group, parse(GroupChangeBody, req.body, "body")));
+    res.status(200).json(await engine.groups.networkChange(req.params.group, parse(GroupChangeBody, req.body, "body")));
   });
   router.get("/faults", async (_req, res) => {
     res.status(200).json(await network.faults());

@@ -38,14 +38,14 @@ export class SandboxEngine implements Engine {
   /** The other side of the simulated network, driven by the control API. */
   readonly network: SandboxNetwork;
   readonly groups: SandboxGroups;
-  readonly db: DataSource;
+  private readonly db: DataSource;
   private readonly outbox: CallbackOutbox;
 
   constructor(options: SandboxOptions) {
     this.db = options.db;
     this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor);
     this.network = new SandboxNetwork(options.db, () => this.outbox.wake());
-    this.groups = new SandboxGroups(options.db, () => this.latency());
+    this.groups = new SandboxGroups(options.db, () => this.latency(), () => this.outbox.wake());
   }
 
   async open(): Promise<void> {

@@ -4,10 +4,12 @@
 // sandbox_group_members; a number's membership is its row there.
 import { randomBytes } from "node:crypto";
 import type { DataSource, EntityManager } from "typeorm";
+import type { GroupMetadataEvent } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
 import { ApiError } from "../../http/errors.js";
 import { randomToken } from "../../secrets.js";
 import { EngineError, type EngineConnection, type EngineGroup, type EngineGroupParticipant, type EngineGroups, type EngineParticipantOutcome } from "../engine.js";
+import { queueReports, type QueuedReport } from "./reports.js";
 import type { GroupBody, GroupChangeBody, GroupMembersBody } from "./schemas.js";
 
 type Role = EngineGroupParticipant["role"];
@@ -37,6 +39,18 @@ function view(g: GroupRow): EngineGroup {
     announce: g.announce,
     locked: g.locked,
     createdAt: new Date(g.created_at),
+    participants: g.participants.map((p) => ({ phone: p.phone, lid: null, role: p.role })),
+  };
+}
+
+function metadataOf(g: GroupRow): GroupMetadataEvent["group"] {
+  return {
+    id: g.id,
+    subject: g.subject,
+    description: g.description,
+    announce: g.announce,
+    locked: g.locked,
+    created_at: new Date(g.created_at).toISOString(),
     participants: g.participants.map((p) => ({ phone: p.phone, lid: null, role: p.role })),
   };
 }
@@ -77,7 +91,43 @@ export class SandboxGroups implements EngineGroups {
   constructor(
     private readonly db: DataSource,
     private readonly latency: () => Promise<void>,
+    /** Reports were queued: post them now rather than at the next poll. */
+    private readonly reported: () => void,
   ) {}
+
+  /**
+   * In the transaction of a change to a group: its metadata reported to every linked session of a
+   * number in it, and its leaving to each that was in it before (`formerly`) and is no longer.
+   */
+  private async report(em: EntityManager, groupId: string, formerly: string[]): Promise<void> {
+    const group = await groupRow(em, groupId);
+    const members = new Set(group?.participants.map((p) => p.phone) ?? []);
+    const phones = [...new Set([...members, ...formerly])];
+    const sessions = await rows<{ connection_id: string; phone: string }>(em, `SELECT connection_id, phone FROM sandbox_sessions WHERE state = 'linked' AND phone = ANY($1)`, [phones]);
+    const reports: QueuedReport[] = sessions.map((s) =>
+      members.has(s.phone) && group
+        ? { connectionId: s.connection_id, report: { type: "group.metadata", group: metadataOf(group) } }
+        : { connectionId: s.connection_id, report: { type: "group.participants", group_id: groupId, action: "remove", participants: [{ phone: s.phone, lid: null }] } },
+    );
+    await queueReports(em, reports, (await this.duplicates(em)));
+  }
+
+  private async duplicates(em: EntityManager): Promise<boolean> {
+    const [f] = await rows<{ duplicate_callbacks: boolean }>(em, `SELECT duplicate_callbacks FROM sandbox_faults`);
+    return f?.duplicate_callbacks ?? false;
+  }
+
+  /** Runs a change to a group and reports it, in one transaction. */
+  private async changing<T>(groupId: string | null, work: (em: EntityManager) => Promise<{ result: T; groupId: string }>): Promise<T> {
+    const out = await this.db.transaction(async (em) => {
+      const formerly = groupId ? ((await groupRow(em, groupId))?.participants.map((p) => p.phone) ?? []) : [];
+      const done = await work(em);
+      await this.report(em, done.groupId, formerly);
+      return done.result;
+    });
+    this.reported();
+    return out;
+  }
 
   /** The linked number of a running session, or the engine's refusal. */
   private async ownPhone(connection: EngineConnection): Promise<string> {
@@ -116,32 +166,37 @@ export class SandboxGroups implements EngineGroups {
 
   async create(connection: EngineConnection, subject: string, phones: string[]): Promise<{ group: EngineGroup; outcomes: EngineParticipantOutcome[] }> {
     const own = await this.ownPhone(connection);
-    return this.db.transaction(async (em) => {
-      const id = newGroupId();
+    const id = newGroupId();
+    return this.changing(null, async (em) => {
       await em.query(`INSERT INTO sandbox_groups (id, subject) VALUES ($1, $2)`, [id, subject]);
       await em.query(`INSERT INTO sandbox_group_members (group_id, phone, role) VALUES ($1, $2, 'superadmin')`, [id, own]);
       const unique = [...new Set(phones)];
       const outcomes = await addOutcomes(em, id, unique);
       await addMembers(em, id, unique.filter((_, i) => outcomes[i] === "added"));
       const byPhone = new Map(unique.map((p, i) => [p, outcomes[i]!]));
-      return { group: view((await groupRow(em, id))!), outcomes: phones.map((p) => (p === own ? "already_member" : byPhone.get(p)!)) };
+      return { groupId: id, result: { group: view((await groupRow(em, id))!), outcomes: phones.map((p) => (p === own ? "already_member" : byPhone.get(p)!)) } };
     });
   }
 
   async update(connection: EngineConnection, groupId: string, change: { subject?: string; description?: string; announce?: boolean; locked?: boolean }): Promise<void> {
     const own = await this.ownPhone(connection);
-    await this.db.transaction(async (em) => {
+    await this.changing(groupId, async (em) => {
       const { group, role } = await this.membership(em, own, groupId);
       // Settings always need an admin; subject and description only while the group is locked.
       const settings = change.announce !== undefined || change.locked !== undefined;
       if ((settings || group.locked) && !isAdmin(role)) throw new EngineError(`not an admin of group ${groupId}`, true, "not_group_admin");
       await changeGroup(em, groupId, change);
+      return { groupId, result: undefined };
     });
   }
 
   async participants(connection: EngineConnection, groupId: string, action: "add" | "remove" | "promote" | "demote", phones: string[]): Promise<EngineParticipantOutcome[]> {
     const own = await this.ownPhone(connection);
-    return this.db.transaction(async (em) => {
+    return this.changing(groupId, async (em) => ({ groupId, result: await this.act(em, own, groupId, action, phones) }));
+  }
+
+  private async act(em: EntityManager, own: string, groupId: string, action: "add" | "remove" | "promote" | "demote", phones: string[]): Promise<EngineParticipantOutcome[]> {
+    {
       const group = await this.asAdmin(em, own, groupId);
       if (action === "add") {
         const unique = [...new Set(phones)];
@@ -166,13 +221,16 @@ export class SandboxGroups implements EngineGroups {
         }
       }
       return outcomes;
-    });
+    }
   }
 
   async leave(connection: EngineConnection, groupId: string): Promise<void> {
     const own = await this.ownPhone(connection);
-    await this.membership(this.db, own, groupId);
-    await this.db.query(`DELETE FROM sandbox_group_members WHERE group_id = $1 AND phone = $2`, [groupId, own]);
+    await this.changing(groupId, async (em) => {
+      await this.membership(em, own, groupId);
+      await em.query(`DELETE FROM sandbox_group_members WHERE group_id = $1 AND phone = $2`, [groupId, own]);
+      return { groupId, result: undefined };
+    });
   }
 
   async inviteCode(connection: EngineConnection, groupId: string): Promise<string> {
@@ -191,6 +249,54 @@ export class SandboxGroups implements EngineGroups {
     await this.asAdmin(this.db, own, groupId);
     const [row] = await rows<{ invite_code: string }>(this.db, `UPDATE sandbox_groups SET invite_code = $2 WHERE id = $1 RETURNING invite_code`, [groupId, randomToken(16)]);
     return row!.invite_code;
+  }
+
+  // ---- The network side, played through the control API ----
+
+/** Makes a group that the linked number `phone` is in, with its role, and other members. */
+  async networkCreate(body: GroupBody): Promise<EngineGroup> {
+    const id = newGroupId();
+    return this.changing(null, async (em) => {
+    await em.query(`INSERT INTO sandbox_groups (id, subject, description, announce, locked) VALUES ($1, $2, $3, $4, $5)`, [
+      id,
+      body.subject,
+      body.description ?? null,
+      body.announce,
+      body.locked,
+    ]);
+    await addMembers(em, id, [body.phone], body.role);
+    for (const m of body.members) await addMembers(em, id, [m.phone], m.role);
+    return { groupId: id, result: view((await groupRow(em, id))!) };
+  });
+  }
+
+/** Others join, leave, are promoted or demoted: no admin rule applies to the network itself. */
+  async networkMembers(groupId: string, body: GroupMembersBody): Promise<EngineGroup> {
+  await this.known(groupId);
+  return this.changing(groupId, async (em) => {
+    if (body.action === "join") await addMembers(em, groupId, body.phones);
+    else if (body.action === "leave") await em.query(`DELETE FROM sandbox_group_members WHERE group_id = $1 AND phone = ANY($2)`, [groupId, body.phones]);
+    else
+      await em.query(`UPDATE sandbox_group_members SET role = $3 WHERE group_id = $1 AND phone = ANY($2) AND role <> 'superadmin'`, [
+        groupId,
+        body.phones,
+        body.action === "promote" ? "admin" : "member",
+      ]);
+    return { groupId, result: view((await groupRow(em, groupId))!) };
+  });
+  }
+
+/** Someone in the group changes its subject, description or settings. */
+  async networkChange(groupId: string, body: GroupChangeBody): Promise<EngineGroup> {
+  await this.known(groupId);
+  return this.changing(groupId, async (em) => {
+    await changeGroup(em, groupId, body);
+    return { groupId, result: view((await groupRow(em, groupId))!) };
+  });
+  }
+
+  private async known(groupId: string): Promise<void> {
+    if (!(await groupRow(this.db, groupId))) throw ApiError.notFound("sandbox group");
   }
 }
 
@@ -212,46 +318,3 @@ async function changeGroup(db: Db, groupId: string, change: { subject?: string; 
   );
 }
 
-// ---- The network side, played through the control API ----
-
-/** Makes a group that the linked number `phone` is in, with its role, and other members. */
-export async function networkCreateGroup(db: DataSource, body: GroupBody): Promise<EngineGroup> {
-  return db.transaction(async (em) => {
-    const id = newGroupId();
-    await em.query(`INSERT INTO sandbox_groups (id, subject, description, announce, locked) VALUES ($1, $2, $3, $4, $5)`, [
-      id,
-      body.subject,
-      body.description ?? null,
-      body.announce,
-      body.locked,
-    ]);
-    await addMembers(em, id, [body.phone], body.role);
-    for (const m of body.members) await addMembers(em, id, [m.phone], m.role);
-    return view((await groupRow(em, id))!);
-  });
-}
-
-/** Others join, leave, are promoted or demoted: no admin rule applies to the network itself. */
-export async function networkMembers(db: DataSource, groupId: string, body: GroupMembersBody): Promise<EngineGroup> {
-  return db.transaction(async (em) => {
-    if (!(await groupRow(em, groupId))) throw ApiError.notFound("sandbox group");
-    if (body.action === "join") await addMembers(em, groupId, body.phones);
-    else if (body.action === "leave") await em.query(`DELETE FROM sandbox_group_members WHERE group_id = $1 AND phone = ANY($2)`, [groupId, body.phones]);
-    else
-      await em.query(`UPDATE sandbox_group_members SET role = $3 WHERE group_id = $1 AND phone = ANY($2) AND role <> 'superadmin'`, [
-        groupId,
-        body.phones,
-        body.action === "promote" ? "admin" : "member",
-      ]);
-    return view((await groupRow(em, groupId))!);
-  });
-}
-
-/** Someone in the group changes its subject, description or settings. */
-export async function networkChange(db: DataSource, groupId: string, body: GroupChangeBody): Promise<EngineGroup> {
-  return db.transaction(async (em) => {
-    if (!(await groupRow(em, groupId))) throw ApiError.notFound("sandbox group");
-    await changeGroup(em, groupId, body);
-    return view((await groupRow(em, groupId))!);
-  });
-}
