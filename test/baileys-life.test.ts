@@ -181,7 +181,7 @@ describe("the library's own socket", () => {
   it("takes our auth state and options, and reports a network it cannot reach as a close to retry", async () => {
     const id = `con_libtest_${randomBytes(4).toString("hex")}`;
     const auth = await loadAuthState(db(), testEnv().gateway.ctx.config.secretKey, id);
-    const socket = await librarySocketFactory({ connectionId: id, auth: auth.state, getMessage: async () => undefined, logger: testEnv().gateway.ctx.logger });
+    const socket = await librarySocketFactory({ connectionId: id, auth: auth.state, getMessage: async () => undefined, cachedGroupMetadata: async () => undefined, logger: testEnv().gateway.ctx.logger });
     try {
       // The test machines cannot reach the network: the library says so with a close (408), which
       // the session retries with backoff. With network access the first QR would come instead.

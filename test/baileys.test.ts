@@ -138,6 +138,8 @@ describe("Baileys engine (stand-in socket)", function () {
     });
 
     it("writes to a group and sends a location", async () => {
+      // The network knows the group (the library asks for its participants unless they are cached).
+      standIn.world.groups.set("120363000000000001@g.us", { id: "120363000000000001@g.us", subject: "g", creation: 1, participants: [] } as never);
       const g = await sendAndWait({ to: { group: "120363000000000001@g.us" }, body: "to the group" });
       expect(callFor(g.provider_message_id!)!.args[0]).to.equal("120363000000000001@g.us");
       const l = await sendAndWait({ to: uniquePhone("+1559"), location: { latitude: 52.52, longitude: 13.405, title: "Berlin" } });

@@ -1,5 +1,5 @@
 // How a group reads in the API: the network's metadata seen from the linked number.
-import type { Group, GroupSummary } from "../../contract/index.js";
+import type { Group, GroupMetadataEvent, GroupSummary } from "../../contract/index.js";
 import type { EngineGroup } from "../engines/engine.js";
 
 export function groupSummary(g: EngineGroup, ownPhone: string | null): GroupSummary {
@@ -21,4 +21,10 @@ export function groupView(g: EngineGroup, ownPhone: string | null): Group {
     locked: g.locked,
     participants: g.participants.map((p) => ({ phone: p.phone, lid: p.lid, role: p.role })),
   };
+}
+
+/** A group as an engine reports it (provider event `group.metadata`). */
+export function groupReport(g: EngineGroup): GroupMetadataEvent["group"] {
+  const { createdAt, ...rest } = g;
+  return { ...rest, created_at: createdAt.toISOString() };
 }

@@ -8,11 +8,11 @@
 // as a person holding the phone would.
 import { EventEmitter } from "node:events";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { AnyMessageContent, MiscMessageGenerationOptions, WAMessage, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end";
   args: unknown[];
 }
 
@@ -23,10 +23,13 @@ interface World {
   /** onWhatsApp never answers (a slow network). */
   hangChecks: boolean;
   qrIntervalMs: number;
+  /** Groups on the network, by JID, in the library's shape. */
+  groups: Map<string, GroupMetadata>;
 }
 
 const holder = globalThis as unknown as { __baileysStandIn?: World };
-const world: World = (holder.__baileysStandIn ??= { sockets: [], offNetwork: new Set(), hangChecks: false, qrIntervalMs: 1_000 });
+const world: World = (holder.__baileysStandIn ??= { sockets: [], offNetwork: new Set(), hangChecks: false, qrIntervalMs: 1_000, groups: new Map() });
+world.groups ??= new Map();
 
 function log(entry: Record<string, unknown>): void {
   const file = process.env.STAND_IN_LOG;
@@ -115,6 +118,8 @@ export class StandInSocket implements EngineSocket {
 
   async sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined> {
     this.calls.push({ method: "sendMessage", args: [jid, content, options] });
+    // As the library does: a group send needs the participants, from the cache it was given or the network.
+    if (jid.endsWith("@g.us") && !(await this.options.cachedGroupMetadata(jid))) await this.groupMetadata(jid);
     const id = options?.messageId ?? `STANDIN${Math.random().toString(16).slice(2)}`;
     log({ event: "send", connection: this.connectionId, id, jid });
     // Killed between the socket write and anything the gateway records after it.
@@ -126,6 +131,13 @@ export class StandInSocket implements EngineSocket {
     this.calls.push({ method: "onWhatsApp", args: jids });
     if (world.hangChecks) return new Promise(() => undefined);
     return jids.map((jid) => ({ jid, exists: !world.offNetwork.has(jid) }));
+  }
+
+  async groupMetadata(jid: string): Promise<GroupMetadata> {
+    this.calls.push({ method: "groupMetadata", args: [jid] });
+    const group = world.groups.get(jid);
+    if (!group) throw Object.assign(new Error("item-not-found"), { output: { statusCode: 404 } });
+    return structuredClone(group);
   }
 
   async logout(): Promise<void> {

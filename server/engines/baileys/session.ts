@@ -2,7 +2,9 @@
 // reports translated into our provider events. The engine (engine.ts) decides which sessions this
 // process runs (it holds their leases); a session reconnects by itself with exponential backoff
 // and jitter after any close but a logout, and gives up pairing after a bounded number of QRs.
-import { DisconnectReason, type BaileysEventMap, type WAMessage } from "@whiskeysockets/baileys";
+import { groupReport } from "../../groups/view.js";
+import { groupMetadataCache } from "./groups.js";
+import { DisconnectReason, type BaileysEventMap, type GroupMetadata, type WAMessage } from "@whiskeysockets/baileys";
 import type { Media, ProviderEvent } from "../../../contract/index.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
@@ -59,10 +61,23 @@ export class Session {
   private qrWaiters: ((qr: string | null) => void)[] = [];
   private latestQr: string | null = null;
 
+  /** The send path's group metadata: our cache, one network query on a miss (groups.ts). */
+  private readonly groupMetadata: (jid: string) => Promise<GroupMetadata | undefined>;
+
   constructor(
     private readonly host: SessionHost,
     readonly connectionId: string,
-  ) {}
+  ) {
+    this.groupMetadata = groupMetadataCache(
+      host.db,
+      connectionId,
+      async (jid) => {
+        if (!this.socket) throw new Error("no socket");
+        return this.socket.groupMetadata(jid);
+      },
+      (group) => this.report([{ type: "group.metadata", group: groupReport(group) }]),
+    );
+  }
 
   get isOpen(): boolean {
     return this.open;
@@ -77,6 +92,7 @@ export class Session {
       connectionId: this.connectionId,
       auth: this.auth.state,
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
+      cachedGroupMetadata: this.groupMetadata,
       logger: this.host.logger,
     });
     if (this.ended) {

@@ -4,7 +4,7 @@
 // phone with the library's event shapes and records the calls made on it). Production refuses
 // that setting (server/config.ts), so a deployed gateway always talks to the real network.
 import { pathToFileURL } from "node:url";
-import makeWASocket, { Browsers, makeCacheableSignalKeyStore, type AnyMessageContent, type AuthenticationState, type BaileysEventMap, type MiscMessageGenerationOptions, type WAMessage, type WAMessageKey, type proto } from "@whiskeysockets/baileys";
+import makeWASocket, { Browsers, makeCacheableSignalKeyStore, type AnyMessageContent, type AuthenticationState, type GroupMetadata, type BaileysEventMap, type MiscMessageGenerationOptions, type WAMessage, type WAMessageKey, type proto } from "@whiskeysockets/baileys";
 import type { Logger } from "../../logger.js";
 
 export interface EngineSocket {
@@ -12,6 +12,7 @@ export interface EngineSocket {
   readonly user?: { id: string; lid?: string | undefined } | undefined;
   sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined>;
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
+  groupMetadata(jid: string): Promise<GroupMetadata>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
 }
@@ -21,6 +22,8 @@ export interface SocketOptions {
   connectionId: string;
   auth: AuthenticationState;
   getMessage(key: WAMessageKey): Promise<proto.IMessage | undefined>;
+  /** A group's metadata for the send path, from our cache (the library asks the network without it). */
+  cachedGroupMetadata(jid: string): Promise<GroupMetadata | undefined>;
   logger: Logger;
 }
 
@@ -32,6 +35,7 @@ export const librarySocketFactory: SocketFactory = (options) => {
   return makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     getMessage: options.getMessage,
+    cachedGroupMetadata: options.cachedGroupMetadata,
     logger: logger as never,
     browser: Browsers.ubuntu("svc-gateway"),
     // A gateway is not a person at a screen: the phone keeps getting its notifications.

@@ -4,8 +4,8 @@
 // sandbox_group_members; a number's membership is its row there.
 import { randomBytes } from "node:crypto";
 import type { DataSource, EntityManager } from "typeorm";
-import type { GroupMetadataEvent } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
+import { groupReport } from "../../groups/view.js";
 import { ApiError } from "../../http/errors.js";
 import { randomToken } from "../../secrets.js";
 import { EngineError, type EngineConnection, type EngineGroup, type EngineGroupParticipant, type EngineGroups, type EngineParticipantOutcome } from "../engine.js";
@@ -39,18 +39,6 @@ function view(g: GroupRow): EngineGroup {
     announce: g.announce,
     locked: g.locked,
     createdAt: new Date(g.created_at),
-    participants: g.participants.map((p) => ({ phone: p.phone, lid: null, role: p.role })),
-  };
-}
-
-function metadataOf(g: GroupRow): GroupMetadataEvent["group"] {
-  return {
-    id: g.id,
-    subject: g.subject,
-    description: g.description,
-    announce: g.announce,
-    locked: g.locked,
-    created_at: new Date(g.created_at).toISOString(),
     participants: g.participants.map((p) => ({ phone: p.phone, lid: null, role: p.role })),
   };
 }
@@ -106,7 +94,7 @@ export class SandboxGroups implements EngineGroups {
     const sessions = await rows<{ connection_id: string; phone: string }>(em, `SELECT connection_id, phone FROM sandbox_sessions WHERE state = 'linked' AND phone = ANY($1)`, [phones]);
     const reports: QueuedReport[] = sessions.map((s) =>
       members.has(s.phone) && group
-        ? { connectionId: s.connection_id, report: { type: "group.metadata", group: metadataOf(group) } }
+        ? { connectionId: s.connection_id, report: { type: "group.metadata", group: groupReport(view(group)) } }
         : { connectionId: s.connection_id, report: { type: "group.participants", group_id: groupId, action: "remove", participants: [{ phone: s.phone, lid: null }] } },
     );
     await queueReports(em, reports, (await this.duplicates(em)));
