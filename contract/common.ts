@@ -135,6 +135,8 @@ export const PROBLEM_CODES = [
   "already_member",
   "owner_required",
   "payload_too_large",
+  "media_too_large",
+  "gone",
   "idempotency_mismatch",
   "rate_limited",
   "quota_exceeded",

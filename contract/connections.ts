@@ -43,6 +43,12 @@ export const Connection = z.object({
   name: z.string().nullable(),
   state: ConnectionState,
   phone: z.string().nullable().describe("The linked number once connected"),
+  detail: z
+    .string()
+    .nullable()
+    .describe(
+      "Why the connection is not connected, when the engine said: `replaced_elsewhere`, `client_version_refused`, `passkey_required`, …; null otherwise",
+    ),
   transport: z.string().describe("Engine serving the connection, e.g. `sandbox`"),
   created_at: Timestamp,
   updated_at: Timestamp,

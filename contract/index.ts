@@ -5,6 +5,7 @@ import { ai } from "./ai.js";
 import { auth } from "./auth.js";
 import { connections } from "./connections.js";
 import { groups } from "./groups.js";
+import { conversations } from "./conversations.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -16,11 +17,12 @@ import { workspace } from "./workspace.js";
 
 const c = initContract();
 
-const routers = { messages, connections, groups, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops };
+const routers = { messages, conversations, connections, groups, schedules, webhooks, ai, workspace, team, auth, oauth, mcp, ops };
 // Spelled out so that declaration files name each resource's router instead of expanding the
 // whole contract (which exceeds what the compiler serializes); every router is already strict.
 export const contract: {
   messages: typeof messages;
+  conversations: typeof conversations;
   connections: typeof connections;
   groups: typeof groups;
   schedules: typeof schedules;
@@ -42,6 +44,7 @@ export function routesOf(router: AppRouter, at: string[] = []): { name: string; 
 
 export * from "./common.js";
 export * from "./messages.js";
+export * from "./conversations.js";
 export * from "./connections.js";
 export * from "./groups.js";
 export * from "./schedules.js";

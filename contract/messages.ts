@@ -27,11 +27,13 @@ const Phone = chars(5, 40);
 /** Recipient: a bare address, or an object with exactly one of `phone` / `group`. */
 // When no option comes close (a number, null, an array), zod says only "Invalid input": the
 // union's own message names the accepted shapes instead.
-export const Recipient = z.union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
-  errorMap: (issue, ctx) => ({
-    message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
-  }),
-});
+export const Recipient = z
+  .union([Phone, z.object({ phone: Phone }).strict(), z.object({ group: Phone }).strict()], {
+    errorMap: (issue, ctx) => ({
+      message: issue.code === "invalid_union" ? "must be a phone number (a string of 5-40 characters), or an object {phone} or {group}" : ctx.defaultError,
+    }),
+  })
+  .describe("A phone number, or `lid:<digits>` for a contact the network knows only by LID (as inbound messages report them); or {phone} or {group}");
 export type Recipient = z.infer<typeof Recipient>;
 
 export const MediaKind = z.enum(["image", "video", "audio", "document"]);
@@ -141,6 +143,14 @@ export type MessageMedia = z.infer<typeof MessageMedia>;
 export const MessageLocation = z.object({ latitude: z.number(), longitude: z.number(), title: z.string().nullable() });
 export type MessageLocation = z.infer<typeof MessageLocation>;
 
+/** A poll as the message shows it: its question, each option with its votes, how many a voter may pick. */
+export const MessagePoll = z.object({
+  question: z.string(),
+  options: z.array(z.object({ name: z.string(), votes: z.number().int() })),
+  selectable: z.number().int(),
+});
+export type MessagePoll = z.infer<typeof MessagePoll>;
+
 export const Message = z.object({
   id: z.string().describe("Identifier with prefix `msg_`"),
   object: z.literal("message"),
@@ -159,6 +169,11 @@ export const Message = z.object({
   send_at: Timestamp.nullable(),
   timezone: z.string().nullable(),
   provider_message_id: z.string().nullable(),
+  reply_to: z.string().nullable().describe("Our id of the message this one quotes"),
+  reactions: z.record(z.string(), z.number().int()).describe("Emoji → how many reacted with it (ours included)"),
+  edited_at: Timestamp.nullable(),
+  revoked_at: Timestamp.nullable().describe("When it was deleted for everyone; the record and its timeline stay"),
+  poll: MessagePoll.nullable(),
   error: ErrorInfo.nullable(),
   created_at: Timestamp,
   updated_at: Timestamp,

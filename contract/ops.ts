@@ -25,6 +25,13 @@ export const ConnectionStateEvent = z
     event_id: EventId,
     state: z.enum(["connected", "disconnected"]),
     phone: Phone.optional().describe("The linked number, when connected"),
+    detail: chars(1, 100)
+      .optional()
+      .describe("Why the connection is not connected, e.g. `replaced_elsewhere`, `client_version_refused`, `passkey_required`"),
+    still_linked: z
+      .boolean()
+      .optional()
+      .describe("With `disconnected`: the device link survives (the engine keeps its session), so resume reopens it without pairing"),
   })
   .strict();
 export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
@@ -41,7 +48,14 @@ const ReportedMessage = z.object({
   timestamp: ZonedDateTime,
 });
 
-export const InboundMessageEvent = z.object({ type: z.literal("message.inbound"), from: Phone }).merge(ReportedMessage).strict();
+export const InboundMessageEvent = z
+  .object({
+    type: z.literal("message.inbound"),
+    from: Phone.describe("The sender's phone number where the network knows it, else `lid:<digits>` (a valid `to` for the reply)"),
+    from_lid: Phone.optional().describe("The sender's LID, `lid:<digits>`, when the network addressed them by one"),
+  })
+  .merge(ReportedMessage)
+  .strict();
 export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
 
 export const MessageStatusEvent = z
@@ -99,6 +113,46 @@ export const GroupParticipantsEvent = z
   })
   .strict();
 export type GroupParticipantsEvent = z.infer<typeof GroupParticipantsEvent>;
+/** What a contact did to a message the network carried: the message by the network's id. */
+const ActedOnMessage = z.object({
+  event_id: EventId,
+  provider_message_id: chars(1, 200).describe("The network's id of the message acted on"),
+  from: Phone.describe("Who acted"),
+  timestamp: ZonedDateTime,
+});
+
+export const ReactionEvent = z
+  .object({ type: z.literal("message.reaction"), emoji: chars(0, 32).describe('The emoji; "" when the reaction was removed') })
+  .merge(ActedOnMessage)
+  .strict();
+export type ReactionEvent = z.infer<typeof ReactionEvent>;
+
+export const EditedEvent = z.object({ type: z.literal("message.edited"), body: chars(0, 4096) }).merge(ActedOnMessage).strict();
+export type EditedEvent = z.infer<typeof EditedEvent>;
+
+export const RevokedEvent = z.object({ type: z.literal("message.revoked") }).merge(ActedOnMessage).strict();
+export type RevokedEvent = z.infer<typeof RevokedEvent>;
+
+export const PollVoteEvent = z
+  .object({ type: z.literal("message.poll_vote"), options: z.array(chars(1, 100)).max(12).describe("The voter's current choice, by option name; empty when withdrawn") })
+  .merge(ActedOnMessage)
+  .strict();
+export type PollVoteEvent = z.infer<typeof PollVoteEvent>;
+
+export const PresenceEvent = z
+  .object({
+    type: z.literal("chat.presence"),
+    event_id: EventId,
+    from: Phone,
+    group: Phone.optional().describe("The group it happens in; absent in a one-to-one chat"),
+    state: z.enum(["typing", "recording", "paused"]),
+    timestamp: ZonedDateTime,
+  })
+  .strict();
+export type PresenceEvent = z.infer<typeof PresenceEvent>;
+
+/** The reports of what happens in a chat besides messages (product.md, "Conversations"). */
+export type ConversationEvent = ReactionEvent | EditedEvent | RevokedEvent | PollVoteEvent | PresenceEvent;
 
 export const ProviderEvent = z.discriminatedUnion("type", [
   ConnectionStateEvent,
@@ -107,6 +161,11 @@ export const ProviderEvent = z.discriminatedUnion("type", [
   PhoneOutboundEvent,
   GroupMetadataEvent,
   GroupParticipantsEvent,
+  ReactionEvent,
+  EditedEvent,
+  RevokedEvent,
+  PollVoteEvent,
+  PresenceEvent,
 ]);
 export type ProviderEvent = z.infer<typeof ProviderEvent>;
 

@@ -16,6 +16,11 @@ export const WEBHOOK_EVENTS = [
   "message.read",
   "message.failed",
   "message.canceled",
+  "message.reaction",
+  "message.edited",
+  "message.revoked",
+  "message.poll_vote",
+  "chat.presence",
   "connection.connected",
   "connection.disconnected",
   "connection.suspended",
@@ -60,6 +65,22 @@ export const AiReplySentData = z.object({
   contact: z.string().describe("The contact's number"),
 });
 export type AiReplySentData = z.infer<typeof AiReplySentData>;
+
+/** `data` of `message.reaction`: `emoji` is "" when the reaction was removed. */
+export const MessageReactionData = z.object({ message_id: z.string(), from: z.string(), emoji: z.string() });
+export type MessageReactionData = z.infer<typeof MessageReactionData>;
+
+/** `data` of `message.edited` and `message.revoked`: the message (ours, `msg_…`) and who acted. */
+export const MessageChangedData = z.object({ message_id: z.string(), from: z.string() });
+export type MessageChangedData = z.infer<typeof MessageChangedData>;
+
+/** `data` of `message.poll_vote`: the voter's current choice (names of options; empty when withdrawn). */
+export const MessagePollVoteData = z.object({ message_id: z.string(), from: z.string(), options: z.array(z.string()) });
+export type MessagePollVoteData = z.infer<typeof MessagePollVoteData>;
+
+/** `data` of `chat.presence`: a contact typing, recording or pausing in a chat. */
+export const ChatPresenceData = z.object({ chat: z.string(), from: z.string(), state: z.enum(["typing", "recording", "paused"]) });
+export type ChatPresenceData = z.infer<typeof ChatPresenceData>;
 
 export const CreateWebhookEndpointBody = z
   .object({

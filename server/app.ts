@@ -18,6 +18,7 @@ import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
 import { mcpRouter } from "./mcp/handlers.js";
 import { messagesRouter } from "./messages/handlers.js";
+import { conversationsRouter } from "./messages/conversation-handlers.js";
 import { RequestSigner } from "./oauth/authorize-request.js";
 import { oauthRouter } from "./oauth/handlers.js";
 import { oauthMetadataRouter } from "./oauth/metadata.js";
@@ -74,6 +75,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   };
   const router = s.router(contract, {
     messages: messagesRouter(ctx),
+    conversations: conversationsRouter(ctx),
     connections: connectionsRouter(ctx),
     groups: groupsRouter(ctx),
     schedules: schedulesRouter(ctx),

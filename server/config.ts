@@ -62,10 +62,17 @@ const Env = z.object({
   API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   /** The bucket's size, what a key may send at once after a pause. Unset: two seconds of the rate. */
   API_RATE_LIMIT_BURST: z.coerce.number().int().min(1).optional(),
+  /** The largest media GET /v1/messages/{id}/media streams, in bytes (default 100 MiB). */
+  MEDIA_MAX_BYTES: z.coerce.number().int().min(1).max(2 ** 31).default(100 * 1024 * 1024),
   /** Baileys engine: how long a process's hold on a connection's socket lasts unrenewed (docs/engines.md). */
   BAILEYS_LEASE_SECONDS: z.coerce.number().int().min(4).max(300).default(20),
   /** Outside production only: a module whose createSocket replaces the library's socket (tests' stand-in). */
   BAILEYS_SOCKET_MODULE: z.string().min(1).optional(),
+  /** Pins the client version the Baileys engine presents ("2.3000.1043857760"); unset: fetched at start and on a refusal. */
+  BAILEYS_WA_VERSION: z
+    .string()
+    .regex(/^\d{1,4}\.\d{1,6}\.\d{1,12}$/, "must be major.minor.revision, e.g. 2.3000.1043857760")
+    .optional(),
 });
 
 export interface Config {
@@ -104,7 +111,9 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined };
+  /** MEDIA_MAX_BYTES: the largest media the media route streams. */
+  mediaMaxBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -167,7 +176,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION },
+    mediaMaxBytes: e.MEDIA_MAX_BYTES,
   };
 }
 

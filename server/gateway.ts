@@ -90,6 +90,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         leaseSeconds: config.baileys.leaseSeconds,
         relaySpacingMs: 1000 / config.dispatch.ratePerConnection,
         socketModule: config.baileys.socketModule,
+        waVersion: config.baileys.waVersion,
+        spoolDir: join(config.dataDir, "baileys-reports"),
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked

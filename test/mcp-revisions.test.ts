@@ -62,7 +62,7 @@ describe("tool endpoint (MCP): every tool on each revision, with each credential
 
   for (const revision of REVISIONS) {
     for (const credential of ["an API key", "an OAuth token"]) {
-      it(`${revision} with ${credential}: lists all 15 tools and calls each`, async () => {
+      it(`${revision} with ${credential}: lists all 18 tools and calls each`, async () => {
         const bearer = credentials.get(credential === "an API key" ? credential : `${credential}/${revision}`)!;
         const client = await mcpClient(bearer, revision as Revision);
         const { tools } = await client.listTools();
@@ -78,6 +78,9 @@ describe("tool endpoint (MCP): every tool on each revision, with each credential
         expect(((await call(client, "list_messages", { limit: 100 })).data as Structured[]).map((m) => m.id)).to.include(messageId);
         expect(await call(client, "get_message", { id: messageId })).to.include({ id: messageId });
         expect(await call(client, "get_usage", { days: 7 })).to.include({ days: 7 });
+        expect(((await call(client, "list_chats", { connection: slug })).data as Structured[]).length).to.be.greaterThan(0);
+        expect(await call(client, "react_to_message", { id: messageId, emoji: "👍", confirm: true })).to.include({ preview: false, done: "reacted" });
+        expect(await call(client, "mark_read", { id: messageId, confirm: true })).to.include({ preview: false, marked: 0 });
         const deliveries = await call(client, "list_webhook_deliveries", { endpoint_id: endpointId });
         expect((deliveries.data as Structured[]).length).to.be.greaterThan(0);
 
@@ -103,7 +106,7 @@ describe("tool endpoint (MCP): every tool on each revision, with each credential
     const transport = new V1Transport(new URL(`${testEnv().baseUrl}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${credentials.get("an API key")}` } } });
     await client.connect(transport);
     expect(transport.protocolVersion).to.equal("2025-11-25");
-    expect((await client.listTools()).tools).to.have.length(15);
+    expect((await client.listTools()).tools).to.have.length(18);
     const got = await client.callTool({ name: "get_message", arguments: { id: messageId } });
     expect(got.structuredContent).to.include({ id: messageId });
     await client.close();

@@ -94,6 +94,16 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/ai/policies"],
   // issue 19: a connection made on an engine the gateway does not run is moved to one it does
   ["patch", "/v1/connections/{connection}"],
+  // issue 23: conversations (product.md, "Conversations")
+  ["get", "/v1/connections/{connection}/chats"],
+  ["post", "/v1/messages/{id}/reply"],
+  ["post", "/v1/messages/{id}/reactions"],
+  ["post", "/v1/messages/{id}/edit"],
+  ["post", "/v1/messages/{id}/revoke"],
+  ["post", "/v1/messages/{id}/read"],
+  ["post", "/v1/connections/{connection}/chats/{chat}/presence"],
+  ["get", "/v1/messages/{id}/media"],
+  ["post", "/v1/messages/poll"],
   // issue 24: the groups of a connection's number (product.md, "Groups")
   ["get", "/v1/connections/{connection}/groups"],
   ["post", "/v1/connections/{connection}/groups"],
@@ -188,7 +198,7 @@ describe("OpenAPI document", () => {
         } else if (status === "204" || status === "302" || (op.operationId === "mcpCall" && status === "202")) {
           expect(types, where).to.deep.equal([]);
         } else {
-          const special: Record<string, string> = { messagesExport: "text/csv", metrics: "text/plain", apiCatalog: "application/linkset+json", streamEvents: "text/event-stream" };
+          const special: Record<string, string> = { messagesExport: "text/csv", conversationsMedia: "application/octet-stream", metrics: "text/plain", apiCatalog: "application/linkset+json", streamEvents: "text/event-stream" };
           expect(types, where).to.deep.equal([special[op.operationId!] ?? "application/json"]);
         }
         if (status === "429") expect(response.headers, where).to.have.property("Retry-After");

@@ -75,6 +75,10 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "groups.participants": { action: "remove", participants: ["+15550001111"] },
   "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
+  "conversations.reply": { body: "x" },
+  "conversations.react": { emoji: "👍" },
+  "conversations.edit": { body: "x" },
+  "conversations.presence": { state: "typing" },
 };
 
 /** Workspace B's value for each of the route's path parameters. */
@@ -208,6 +212,9 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
       "ai.connection": pairing,
       "groups.connection": linked,
       "groups.group": group.json.id as string,
+      "conversations.id": scheduled.json.id as string,
+      "conversations.connection": linked,
+      "conversations.chat": "+15550001111",
     },
   };
 }

@@ -124,6 +124,8 @@ async function startEnv(): Promise<TestEnv> {
     WEBHOOK_RETRY_SCHEDULE: "0.5,0.5,1",
     // AI runs wait out a shorter debounce than the product's 3 s (test/ai-runs.test.ts).
     AI_DEBOUNCE_MS: "1500",
+    // A small media cap, so the media route's limit is tested at its edges (test/conversations-media.test.ts).
+    MEDIA_MAX_BYTES: String(256 * 1024),
     // The Baileys engine's sockets are the stand-in's (test/support/baileys-stand-in.ts).
     BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),

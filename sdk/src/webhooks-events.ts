@@ -1,6 +1,21 @@
 // The body of each webhook event, typed by its `type` (docs/webhooks.md): `data` is the resource
 // as the API shows it. Narrow on `event.type` and `event.data` follows.
-import type { AiDraftCreatedData, AiReplySentData, Connection, Group, GroupParticipantsData, GroupUpdatedData, Message, ScheduleCompletedData, ScheduleFiredData, WebhookEvent } from "./types.gen.js";
+import type {
+  AiDraftCreatedData,
+  AiReplySentData,
+  ChatPresenceData,
+  Connection,
+  Group,
+  GroupParticipantsData,
+  GroupUpdatedData,
+  Message,
+  MessageChangedData,
+  MessagePollVoteData,
+  MessageReactionData,
+  ScheduleCompletedData,
+  ScheduleFiredData,
+  WebhookEvent,
+} from "./types.gen.js";
 
 /** `data` of each event type. */
 export interface WebhookEventDataMap {
@@ -11,6 +26,11 @@ export interface WebhookEventDataMap {
   "message.read": Message;
   "message.failed": Message;
   "message.canceled": Message;
+  "message.reaction": MessageReactionData;
+  "message.edited": MessageChangedData;
+  "message.revoked": MessageChangedData;
+  "message.poll_vote": MessagePollVoteData;
+  "chat.presence": ChatPresenceData;
   "connection.connected": Connection;
   "connection.disconnected": Connection;
   "connection.suspended": Connection;

@@ -13,6 +13,8 @@ export class Connection {
   /** Whether the engine reports a linked device; decides where resume returns to. */
   @Column({ type: "boolean" }) linked!: boolean;
   @Column({ type: "text", nullable: true }) phone!: string | null;
+  /** Why the engine says the connection is not connected (replaced_elsewhere, …); null otherwise. */
+  @Column({ type: "text", name: "state_detail", nullable: true }) detail!: string | null;
   @Column({ type: "text" }) transport!: string;
   @Column({ type: "text", name: "callback_nonce" }) callbackNonce!: string;
   @Column({ type: "bytea", name: "callback_token_digest" }) callbackTokenDigest!: Buffer;
@@ -41,6 +43,7 @@ export function connectionFromRow(r: Record<string, unknown>): Partial<Connectio
     state: r.state as Connection["state"],
     linked: r.linked as boolean,
     phone: r.phone as string | null,
+    detail: (r.state_detail as string | null | undefined) ?? null,
     transport: r.transport as string,
     callbackNonce: r.callback_nonce as string,
     callbackTokenDigest: r.callback_token_digest as Buffer,

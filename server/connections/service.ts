@@ -45,6 +45,7 @@ export function connectionView(c: Connection): ConnectionView {
     name: c.name,
     state: c.state,
     phone: c.phone,
+    detail: c.detail ?? null,
     transport: c.transport,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
@@ -60,14 +61,16 @@ export async function moveConnection(
   em: EntityManager,
   connection: Connection,
   action: ConnectionAction,
-  patch: Partial<Pick<Connection, "linked" | "phone">> = {},
+  patch: Partial<Pick<Connection, "linked" | "phone" | "detail">> = {},
 ): Promise<Connection | null> {
   const linked = patch.linked ?? connection.linked;
   const to = nextState(action, connection.state, linked);
   if (to === null) return null;
   const now = new Date();
-  const updated: Connection = { ...connection, ...patch, state: to, updatedAt: now, deletedAt: to === "deleted" ? now : connection.deletedAt };
-  await em.update(Connection, { id: connection.id }, { state: to, linked, phone: updated.phone, updatedAt: now, deletedAt: updated.deletedAt });
+  // The engine's reason belongs to the move that reported it: any other move clears it.
+  const detail = patch.detail ?? null;
+  const updated: Connection = { ...connection, ...patch, detail, state: to, updatedAt: now, deletedAt: to === "deleted" ? now : connection.deletedAt };
+  await em.update(Connection, { id: connection.id }, { state: to, linked, phone: updated.phone, detail, updatedAt: now, deletedAt: updated.deletedAt });
   const type = eventForChange(connection.state, to);
   if (type) {
     await recordEvent(em, { workspaceId: connection.workspaceId, type, connection: { id: connection.id, slug: connection.slug }, data: connectionView(updated) });
@@ -108,6 +111,7 @@ export class ConnectionService {
           state: "created",
           linked: false,
           phone: null,
+          detail: null,
           transport: this.config.transport,
           callbackNonce: nonce,
           callbackTokenDigest: callbackTokenDigest(token),

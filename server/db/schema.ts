@@ -19,6 +19,8 @@ import { Baileys1732250500000 } from "./migrations/1732250500000-baileys.js";
 import { Ai1732250700000 } from "./migrations/1732250700000-ai.js";
 import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
+import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
+import { Conversations1732251000000 } from "./migrations/1732251000000-conversations.js";
 import { Groups1732260000000 } from "./migrations/1732260000000-groups.js";
 
 export const ENTITIES = [
@@ -47,5 +49,7 @@ export const MIGRATIONS = [
   Ai1732250700000,
   AiRuns1732250800000,
   TimelineOrder1732250919000,
+  ConnectionDetail1732250920000,
+  Conversations1732251000000,
   Groups1732260000000,
 ];

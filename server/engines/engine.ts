@@ -4,7 +4,8 @@
 // ProviderCallbackService: over HTTP to POST /v1/provider/{providerName}/{callback_token} (the
 // sandbox, or an adapter to an external engine server), or in process (the Baileys engine).
 // Messaging code never changes for a new engine.
-import type { Location, Media, Recipient } from "../../contract/index.js";
+import type { Readable } from "node:stream";
+import type { Location, Media, PresenceState, Recipient } from "../../contract/index.js";
 
 export interface EngineConnection {
   /** Our connection id: the engine's key for the session. */
@@ -20,6 +21,40 @@ export interface OutboundMessage {
   body: string | null;
   media: Media | null;
   location: Location | null;
+  /** A reply: the message it quotes. */
+  quoted?: MessageRef | null;
+  /** A poll, sent instead of a body. */
+  poll?: OutboundPoll | null;
+}
+
+export interface OutboundPoll {
+  question: string;
+  options: string[];
+  /** How many options a voter may pick. */
+  selectable: number;
+}
+
+/** A message the network carried, as an engine addresses it to act on it (quote, react, edit, revoke, read). */
+export interface MessageRef {
+  /** Our message id. */
+  messageId: string;
+  /** The network's id of it. */
+  providerMessageId: string;
+  /** The chat it is in: the contact's address, or `{group}`. */
+  chat: Recipient;
+  /** Whether the linked number sent it. */
+  fromMe: boolean;
+  /** Who sent it, when a contact did (in a group: the participant). */
+  sender: string | null;
+}
+
+/** A message's media as the network serves it: streamed, never held whole. */
+export interface MediaDownload {
+  stream: Readable;
+  mimetype: string;
+  filename: string | null;
+  /** Bytes, when known before streaming. */
+  size: number | null;
 }
 
 /** A failure the engine reports; `permanent` ones are not retried. */
@@ -107,6 +142,22 @@ export interface Engine {
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
   /** Optional: the groups of the linked number; without it the group routes answer 503. */
   readonly groups?: EngineGroups;
+  // Conversations (product.md). Optional: an engine without one answers 409 for it.
+  /** Reacts to a message with one emoji; "" removes our reaction. */
+  react?(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void>;
+  /** Replaces the text of a message we sent. */
+  edit?(connection: EngineConnection, target: MessageRef, body: string): Promise<void>;
+  /** Deletes a message we sent, for everyone. */
+  revoke?(connection: EngineConnection, target: MessageRef): Promise<void>;
+  /** Marks inbound messages of one chat read. */
+  markRead?(connection: EngineConnection, targets: MessageRef[]): Promise<void>;
+  /** Shows typing or recording in a chat, or clears it. */
+  sendPresence?(connection: EngineConnection, chat: Recipient, state: PresenceState): Promise<void>;
+  /**
+   * Opens a message's media (fetched and decrypted on demand). EngineError codes: `media_gone`
+   * when the network no longer has it, `media_too_large` past `maxBytes`.
+   */
+  downloadMedia?(connection: EngineConnection, target: MessageRef, media: Media, maxBytes: number): Promise<MediaDownload>;
   /**
    * Unlink the device (connection deleted) and forget the session. The gateway asked for it, so
    * the engine sends no `connection.state` report about it.

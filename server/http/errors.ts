@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   already_member: { status: 409, title: "Already a member" },
   owner_required: { status: 409, title: "The workspace must keep an owner" },
   payload_too_large: { status: 413, title: "The request body is too large" },
+  media_too_large: { status: 413, title: "The media is larger than this gateway serves" },
+  gone: { status: 410, title: "The network no longer has it" },
   idempotency_mismatch: { status: 422, title: "Idempotency-Key reused with a different body" },
   rate_limited: { status: 429, title: "Too many requests" },
   quota_exceeded: { status: 429, title: "Plan quota exceeded" },

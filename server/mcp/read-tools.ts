@@ -8,6 +8,8 @@ import { ListMessagesQuery, Message, NumberCheck, NumberCheckQuery, TimelineEntr
 import { ListSchedulesQuery, Schedule } from "../../contract/schedules.js";
 import { ListWebhookDeliveriesQuery, WebhookDeliveryPage } from "../../contract/webhooks.js";
 import { Usage, UsageQuery } from "../../contract/workspace.js";
+import { ChatPage } from "../../contract/conversations.js";
+import { conversationsOf } from "../messages/conversations.js";
 import { connectionView } from "../connections/service.js";
 import { cursorKey } from "../http/cursor.js";
 import { checkNumber, getMessage, listMessages } from "../messages/reads.js";
@@ -16,14 +18,14 @@ import { Workspace } from "../workspace/entities.js";
 import { readTool, type Tool } from "./tool.js";
 
 /** A message without its content: what an assistant may see. */
-export const MessageMeta = Message.omit({ body: true, media: true, location: true, context: true, metadata: true }).extend({
-  kind: z.enum(["text", "media", "location"]).describe("What the message carries; its content is never shown"),
+export const MessageMeta = Message.omit({ body: true, media: true, location: true, context: true, metadata: true, poll: true, reactions: true }).extend({
+  kind: z.enum(["text", "media", "location", "poll"]).describe("What the message carries; its content is never shown"),
 });
 export type MessageMeta = z.infer<typeof MessageMeta>;
 
 export function messageMeta(m: Message): MessageMeta {
-  const { body: _b, media, location, context: _c, metadata: _m, ...rest } = m;
-  return { ...rest, kind: media ? "media" : location ? "location" : "text" };
+  const { body: _b, media, location, context: _c, metadata: _m, poll, reactions: _r, ...rest } = m;
+  return { ...rest, kind: media ? "media" : location ? "location" : poll ? "poll" : "text" };
 }
 
 /** A schedule with its message template reduced to where it goes. */
@@ -51,6 +53,18 @@ export const Whoami = z.object({
 });
 
 export const readTools: Tool[] = [
+  readTool({
+    name: "list_chats",
+    title: "List chats",
+    description:
+      "The chats of a connection (a contact's number, lid:<digits>, or group:<id>), newest last message first, each with its last " +
+      "message's id, direction, status and time and its count of unread inbound messages. No content. Paginate with next_cursor.",
+    input: Slug.extend({ limit: z.number().int().min(1).max(100).optional(), cursor: z.string().min(1).max(200).optional() }).strict(),
+    output: ChatPage,
+    async run({ ctx, principal }, args) {
+      return conversationsOf(ctx).listChats(principal.workspaceId, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
+    },
+  }),
   readTool({
     name: "whoami",
     title: "Who am I",

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { SendMessageBody } from "../../contract/messages.js";
 import { canonicalJson } from "../http/idempotency.js";
 import { afterAccepted } from "../messages/accepted.js";
+import { conversationsOf } from "../messages/conversations.js";
 import { getMessage } from "../messages/reads.js";
 import { CANCELABLE } from "../messages/status.js";
 import { allowedFrom, nextStatus, type ScheduleAction } from "../schedules/service.js";
@@ -22,6 +23,8 @@ const Outcome = z
     done: z.string().optional(),
   })
   .passthrough();
+
+const MessageId = z.string().min(1).max(64).describe("The message id (msg_…)");
 
 // Assistants send text, media or a location; free-form context and metadata stay with the REST API.
 const SendInput = SendMessageBody.omit({ context: true, metadata: true, context_sensitivity: true });
@@ -100,7 +103,7 @@ export const writeTools: Tool[] = [
     name: "cancel_message",
     title: "Cancel a message",
     description: "Cancels a message that has not been handed to the network yet (scheduled, accepted or queued). Previews without confirm: true.",
-    input: z.object({ id: z.string().min(1).max(64).describe("The message id (msg_…)") }).strict(),
+    input: z.object({ id: MessageId }).strict(),
     output: Outcome,
     destructive: true,
     async preview({ ctx, principal }, args) {
@@ -115,6 +118,48 @@ export const writeTools: Tool[] = [
     async run({ ctx, principal }, args) {
       const m = await ctx.services.messageLifecycle.cancel(principal.workspaceId, args.id);
       return { preview: false, tool: "cancel_message", done: "canceled", id: m.id, status: m.status };
+    },
+  }),
+  mutatingTool({
+    name: "react_to_message",
+    title: "React to a message",
+    description:
+      'Reacts to a message with one emoji ("" removes our reaction). Previews without confirm: true. The message needs a network id ' +
+      "(it was received, or handed to the network).",
+    input: z.object({ id: MessageId, emoji: z.string().max(32).describe('One emoji; "" removes our reaction') }).strict(),
+    output: Outcome,
+    destructive: false,
+    openWorld: true,
+    async preview({ ctx, principal }, args) {
+      const { message } = await conversationsOf(ctx).find(principal.workspaceId, args.id);
+      const ready = message.providerMessageId !== null;
+      return previewOf("react_to_message", ready ? (args.emoji === "" ? `remove our reaction to message ${message.id}` : `react to message ${message.id}`) : "nothing: it has no network id yet", {
+        id: message.id,
+        direction: message.direction,
+        emoji: args.emoji,
+        ...(ready ? {} : { refused: "The message has no network id yet (it has not been handed to the network)." }),
+      });
+    },
+    async run({ ctx, principal }, args) {
+      const done = await conversationsOf(ctx).react(principal.workspaceId, args.id, args.emoji);
+      return { preview: false, tool: "react_to_message", done: args.emoji === "" ? "reaction removed" : "reacted", id: done.message.id };
+    },
+  }),
+  mutatingTool({
+    name: "mark_read",
+    title: "Mark a chat read",
+    description: "Marks a message and the earlier unread inbound messages of its chat read, on the network too. Previews (how many) without confirm: true.",
+    input: z.object({ id: MessageId }).strict(),
+    output: Outcome,
+    destructive: false,
+    openWorld: true,
+    async preview({ ctx, principal }, args) {
+      const { message, chat, unread } = await conversationsOf(ctx).unreadUpTo(principal.workspaceId, args.id);
+      return previewOf("mark_read", `mark ${unread.length} unread inbound message(s) of chat ${chat} read`, { id: message.id, chat, unread: unread.length });
+    },
+    async run({ ctx, principal }, args) {
+      const receipt = await conversationsOf(ctx).markRead(principal.workspaceId, args.id);
+      return { preview: false, tool: "mark_read", done: "marked read", id: receipt.message_id, chat: receipt.chat, marked: receipt.marked };
     },
   }),
   scheduleTool("pause", "Pause a schedule", "Pauses an active schedule: it stops firing until resumed. Previews without confirm: true.", false),

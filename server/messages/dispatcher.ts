@@ -11,6 +11,7 @@ import { backoffMs, isDatabaseUnavailable, retryWhileUnavailable } from "../db/a
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
+import { messageRef } from "./chat.js";
 import { dropHandOffs, markSubmitting, recordFailed, recordRetry, recordSubmitted } from "./store/handoff.js";
 
 const BATCH = 200;
@@ -169,7 +170,15 @@ export class MessageDispatcher {
       if (!engine) throw new EngineError(`no engine ${connection.transport} is configured`, false, "transport_unavailable");
       if (connection.state !== "connected") throw new EngineError(`the connection is ${connection.state}`, false, "connection_not_ready");
       const target = engineConnectionFor(this.config, connection);
-      const messages = marked.map((m) => ({ messageId: m.m_id, to: m.recipient, body: m.body, media: m.media, location: m.location }));
+      const messages = marked.map((m) => ({
+        messageId: m.m_id,
+        to: m.recipient,
+        body: m.body,
+        media: m.media,
+        location: m.location,
+        quoted: m.quoted && messageRef({ ...m.quoted, providerMessageId: m.quoted.provider_message_id }),
+        poll: m.poll,
+      }));
       if (messages.length > 1 && engine.sendMany) outcomes = await engine.sendMany(target, messages);
       else {
         outcomes = [];

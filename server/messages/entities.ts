@@ -24,9 +24,38 @@ export interface Message {
   errorCode: string | null;
   errorMessage: string | null;
   scheduleId: string | null;
+  /** Our id of the message this one quotes. */
+  replyTo: string | null;
+  /** Reactor (a contact's address, or "me" for ours) → emoji. */
+  reactions: Record<string, string> | null;
+  editedAt: Date | null;
+  revokedAt: Date | null;
+  /** Inbound: when we marked it read. */
+  readAt: Date | null;
+  poll: PollSpec | null;
+  /** Voter → the names of the options they chose. */
+  pollVotes: Record<string, string[]> | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** A poll as sent: its question, its options' names, how many a voter may pick. */
+export interface PollSpec {
+  question: string;
+  options: string[];
+  selectable: number;
+}
+
+/** The columns a conversation adds to a new message, all empty. */
+export const NO_CONVERSATION = {
+  replyTo: null,
+  reactions: null,
+  editedAt: null,
+  revokedAt: null,
+  readAt: null,
+  poll: null,
+  pollVotes: null,
+} as const satisfies Partial<Message>;
 
 export interface TimelineEntry {
   id: string;

@@ -16,6 +16,7 @@ import { messagesThisMonth } from "../workspace/usage.js";
 import { acceptedDraft, acceptMany, isDeferred, json, type AcceptInput } from "./store/accept.js";
 import { refusalText, sendRefusal, type SendRefusal } from "./store/send-rules.js";
 import { SendBatcher } from "./send-batch.js";
+import type { PollSpec } from "./entities.js";
 
 export type { AcceptInput };
 
@@ -32,6 +33,10 @@ export type SendAs = Pick<Principal, "workspaceId" | "plan">;
 
 export interface SendOptions {
   idempotencyKey?: string | undefined;
+  /** A reply: our id of the message it quotes (in the same chat, checked by the caller). */
+  replyTo?: string;
+  /** A poll: the message carries it instead of a body. */
+  poll?: PollSpec;
 }
 
 export class MessageSender {
@@ -48,9 +53,10 @@ export class MessageSender {
    * holds, so a refused send changes nothing. The decision is then read off what it found.
    */
   async send(principal: SendAs, body: SendMessageBody, options: SendOptions = {}): Promise<Accepted> {
-    checkContent(body);
+    checkContent(body, options.poll !== undefined);
     const key = options.idempotencyKey ?? null;
-    const fingerprint = key ? requestFingerprint(body) : null;
+    // A reply or a poll is a different request from a plain send of the same fields.
+    const fingerprint = key ? requestFingerprint({ ...body, ...(options.replyTo !== undefined && { reply_to: options.replyTo }), ...(options.poll && { poll: options.poll }) }) : null;
     const deferred = isDeferred(body.send_at);
     const planRefuses = deferred && !planHas(principal.plan, "scheduling");
     const allowance = principal.plan.messagesPerMonth;
@@ -61,6 +67,8 @@ export class MessageSender {
         connection: { id: null, slug: body.connection, phone: null } as unknown as Connection,
         body,
         scheduleId: null,
+        replyTo: options.replyTo ?? null,
+        poll: options.poll ?? null,
       });
       const { message, view, event } = draft;
       const row = await this.batcher.send({
@@ -86,6 +94,8 @@ export class MessageSender {
         planRefuses,
         allowance,
         event: event ? { id: event.id, type: event.type, payload: JSON.stringify(event.payload) } : null,
+        replyTo: message.replyTo,
+        poll: json(message.poll),
       });
       if (row.accepted) {
         const body202 = { ...view, from: row.c_phone };
@@ -167,9 +177,9 @@ function inFlight(): ApiError {
 const CONNECTION_BY_SLUG = `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`;
 
 /** The rules that need no database: content, attachment scheme, time zone. */
-function checkContent(body: SendMessageBody): void {
+function checkContent(body: SendMessageBody, isPoll = false): void {
   const errors: { path: string; message: string }[] = [];
-  if (!hasContent(body)) errors.push({ path: "body", message: "a message needs a body, media or a location" });
+  if (!isPoll && !hasContent(body)) errors.push({ path: "body", message: "a message needs a body, media or a location" });
   if (body.media && !/^https?:$/.test(new URL(body.media.url).protocol)) errors.push({ path: "media.url", message: "must be an http or https URL" });
   if (body.timezone !== undefined && !isValidTimeZone(body.timezone)) errors.push({ path: "timezone", message: "must be an IANA time zone name" });
   if (errors.length) throw ApiError.validation(errors);

@@ -1,6 +1,6 @@
 // A stored message as the API shows it (contract `Message`). Every response and every event
 // payload that carries a message goes through here, so the API, webhooks and the SDK agree.
-import type { Message as MessageView, MessageLocation, MessageMedia, TimelineEntry as TimelineView } from "../../contract/index.js";
+import type { Message as MessageView, MessageLocation, MessageMedia, MessagePoll, TimelineEntry as TimelineView } from "../../contract/index.js";
 import type { Message, TimelineEntry } from "./entities.js";
 
 /**
@@ -25,6 +25,11 @@ export function messageView(message: Message, connectionSlug: string, linkedPhon
     send_at: iso(message.sendAt),
     timezone: message.timezone,
     provider_message_id: message.providerMessageId,
+    reply_to: message.replyTo,
+    reactions: reactionCounts(message.reactions),
+    edited_at: iso(message.editedAt),
+    revoked_at: iso(message.revokedAt),
+    poll: pollView(message.poll, message.pollVotes),
     error: message.errorCode ? { code: message.errorCode, message: message.errorMessage ?? "" } : null,
     created_at: iso(message.createdAt)!,
     updated_at: iso(message.updatedAt)!,
@@ -39,6 +44,20 @@ export function timelineView(entry: Pick<TimelineEntry, "status" | "at" | "detai
 function mediaView(media: Message["media"]): MessageMedia | null {
   if (!media) return null;
   return { url: media.url, kind: media.kind ?? null, mimetype: media.mimetype ?? null, filename: media.filename ?? null };
+}
+
+/** Reactor → emoji, shown as emoji → how many. */
+function reactionCounts(reactions: Message["reactions"]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const emoji of Object.values(reactions ?? {})) counts[emoji] = (counts[emoji] ?? 0) + 1;
+  return counts;
+}
+
+/** The poll with each option's votes, counted from every voter's current choice. */
+function pollView(poll: Message["poll"], votes: Message["pollVotes"]): MessagePoll | null {
+  if (!poll) return null;
+  const chosen = Object.values(votes ?? {}).flat();
+  return { question: poll.question, options: poll.options.map((name) => ({ name, votes: chosen.filter((c) => c === name).length })), selectable: poll.selectable };
 }
 
 function locationView(location: Message["location"]): MessageLocation | null {

@@ -32,6 +32,13 @@ export class Metrics {
     labelNames: ["engine", "status"] as const,
     registers: [this.registry],
   });
+  /** Why sockets could not connect (client_version_refused, replaced_elsewhere, passkey_required, creds_save_failed…). */
+  readonly engineProblems = new Counter({
+    name: "svc_engine_connection_problems_total",
+    help: "Times an engine's socket could not be (or stay) connected, by engine and reason",
+    labelNames: ["engine", "reason"] as const,
+    registers: [this.registry],
+  });
   readonly engineReconnects = new Counter({
     name: "svc_engine_reconnects_total",
     help: "Socket reconnects scheduled by engine",

@@ -10,6 +10,7 @@ import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
 import { applyGroup, applyParticipants } from "../groups/cache.js";
 import { ApiError } from "../http/errors.js";
+import { applyConversationEvent, isConversationEvent } from "../messages/store/conversation-reports.js";
 import { applyReports, recordInbound, recordPhoneOutbound } from "../messages/store/reports.js";
 
 export interface ProviderAck {
@@ -81,6 +82,7 @@ export class ProviderCallbackService {
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
         else if (event.type === "group.metadata" || event.type === "group.participants") accepted = (await this.group(em, connection, event)) || accepted;
+        else if (isConversationEvent(event)) accepted = (await applyConversationEvent(em, connection, event)) || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event, aiDue))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };
@@ -96,7 +98,8 @@ export class ProviderCallbackService {
       // Linked: an open grant's payload is of no further use, and it is a credential.
       await em.delete(PairingGrant, { connectionId: connection.id });
     } else {
-      await moveConnection(em, connection, "unlink", { linked: false });
+      // A device still linked (replaced elsewhere, version refused…) is reopened by resume without pairing.
+      await moveConnection(em, connection, "unlink", { linked: event.still_linked ?? false, ...(event.detail && { detail: event.detail }) });
     }
     return { accepted: true };
   }

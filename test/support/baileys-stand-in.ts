@@ -1,18 +1,25 @@
-// A stand-in for the Baileys library's socket: it emits the library's event shapes (connection
-// updates with rotating QRs, creds updates, message upserts, status and receipt updates, closes
-// with the library's disconnect codes) and records every call made on it. The gateway loads it
-// through BAILEYS_SOCKET_MODULE (refused in production). In the test process, tests drive its
-// sockets directly (`standIn`); in a child gateway it plays a phone that stays linked, writes
+// A stand-in for the Baileys library's socket: it emits the library's event shapes and orders, as
+// read in Baileys 7.0.0-rc14's source (connection updates: `connecting`, then rotating QRs or
+// `open`; creds updates; message upserts; one-to-one receipts as `messages.update` status codes
+// and group receipts as `message-receipt.update`; `messaging-history.set` with its LID mappings;
+// the initial buffered flush, where receipts of a message in the same flush are merged into the
+// upserted message; the raw stanza stream `ws` with its `CB:` events; closes with the library's
+// disconnect codes: 401, 428, 440 (replaced), 405 (client version refused), 515 (restart)) and
+// records every call made on it. The gateway loads it through BAILEYS_SOCKET_MODULE (refused in
+// production). In the test process, tests drive its sockets directly (`standIn`); in a child
+// gateway it plays a phone that stays linked, writes
 // what happened to the file named by STAND_IN_LOG (JSON lines) so the test can read it, and scans
 // the QR codes the test names in the file STAND_IN_SCANS (JSON lines `{"payload","phone","lid"}`),
 // as a person holding the phone would.
+import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, proto } from "@whiskeysockets/baileys";
-import type { EngineSocket, SocketFactory, SocketOptions } from "../../server/engines/baileys/socket.js";
+import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
+import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia";
   args: unknown[];
 }
 
@@ -23,13 +30,33 @@ interface World {
   /** onWhatsApp never answers (a slow network). */
   hangChecks: boolean;
   qrIntervalMs: number;
-  /** Groups on the network, by JID, in the library's shape. */
-  groups: Map<string, GroupMetadata>;
+  /** The client version the network accepts (null: any); a socket presenting another is refused with 405. */
+  acceptedVersion: WAVersion | null;
+  /** What the network's web client says the current version is (fetchVersion); null: it cannot be reached. */
+  publishedVersion: WAVersion | null;
+  /** The library's own LID ↔ number store (signalRepository.lidMapping): LID JID → number JID. */
+  lidStore: Map<string, string>;
+  /** The bytes the network's media server holds, by the network id of their message; absent: gone (410). */
+  media: Map<string, Buffer>;
 }
 
 const holder = globalThis as unknown as { __baileysStandIn?: World };
-const world: World = (holder.__baileysStandIn ??= { sockets: [], offNetwork: new Set(), hangChecks: false, qrIntervalMs: 1_000, groups: new Map() });
-world.groups ??= new Map();
+const world: World = (holder.__baileysStandIn ??= {
+  sockets: [],
+  offNetwork: new Set(),
+  hangChecks: false,
+  qrIntervalMs: 1_000,
+  acceptedVersion: null,
+  publishedVersion: [2, 3000, 1],
+  lidStore: new Map(),
+  media: new Map(),
+});
+
+/** The version source of the network the stand-in plays (BAILEYS_SOCKET_MODULE's fetchVersion). */
+export const fetchVersion: VersionSource = async () => {
+  if (!world.publishedVersion) throw new Error("web client unreachable");
+  return world.publishedVersion;
+};
 
 function log(entry: Record<string, unknown>): void {
   const file = process.env.STAND_IN_LOG;
@@ -44,6 +71,9 @@ export function disconnect(statusCode: number): Error {
 export class StandInSocket implements EngineSocket {
   readonly emitter = new EventEmitter();
   readonly ev: EngineSocket["ev"] = { on: (event, listener) => void this.emitter.on(event, listener as (arg: unknown) => void) };
+  /** The raw stanza stream: the library emits `CB:<tag>,<attr>:<value>` for each node received. */
+  readonly ws = new EventEmitter();
+  readonly signalRepository = { lidMapping: { getPNForLID: async (lid: string) => world.lidStore.get(lid) ?? null } };
   readonly calls: Call[] = [];
   readonly qrs: string[] = [];
   user: { id: string; lid?: string } | undefined;
@@ -63,12 +93,20 @@ export class StandInSocket implements EngineSocket {
   /** Linked credentials open at once; fresh ones show QR codes, a new one every qrIntervalMs. */
   private boot(): void {
     if (this.ended) return;
+    this.emit("connection.update", { connection: "connecting", receivedPendingNotifications: false, qr: undefined });
+    // The network refuses a stale client version right after the handshake: `<failure reason="405">`.
+    const version = this.options.version;
+    if (world.acceptedVersion && (!version || version.join(".") !== world.acceptedVersion.join("."))) {
+      this.close(405);
+      return;
+    }
     const me = this.options.auth.creds.me;
     if (me) {
       this.user = { id: me.id, ...(me.lid && { lid: me.lid }) };
       this.emit("connection.update", { connection: "open" });
       return;
     }
+    // A fresh socket asks for a QR scan (the library's first connection.update with a qr).
     const show = () => {
       if (this.ended) return;
       const qr = `standin-qr:${this.connectionId}:${this.qrs.length + 1}`;
@@ -108,6 +146,47 @@ export class StandInSocket implements EngineSocket {
     this.close(515);
   }
 
+  /**
+   * After a scan, an account that must confirm with a passkey gets this notification; the library
+   * acks it and the socket hangs (no pair-success, no close).
+   */
+  askPasskey(): void {
+    clearTimeout(this.qrTimer);
+    const node = { tag: "notification", attrs: { type: "passkey_prologue_request", from: "s.whatsapp.net", id: "1" }, content: [] };
+    this.ws.emit("CB:notification,type:passkey_prologue_request", node);
+    this.ws.emit("CB:notification", node);
+  }
+
+  /** A one-to-one receipt as the library reports it: a `messages.update` with the status code (3 delivered, 4 read). */
+  receipt(jid: string, id: string, status: 2 | 3 | 4 | 0, errorCode?: number): void {
+    this.emit("messages.update", [{ key: { remoteJid: jid, id, fromMe: true }, update: { status, ...(errorCode !== undefined && { messageStubParameters: [String(errorCode)] }) } }]);
+  }
+
+  /** A group receipt: `message-receipt.update`, one per participant. */
+  groupReceipt(group: string, id: string, participant: string, kind: "receiptTimestamp" | "readTimestamp", atSeconds = Math.floor(Date.now() / 1000)): void {
+    this.emit("message-receipt.update", [{ key: { remoteJid: group, id, fromMe: true }, receipt: { userJid: participant, [kind]: atSeconds } }]);
+  }
+
+  /**
+   * The library's initial buffered flush after a reconnect: everything that arrived offline comes
+   * in one `messages.upsert` (type notify); a receipt for a message of the same flush is merged into
+   * that message (its `status`), not emitted; the rest come as `messages.update`. History sync, if
+   * any, as `messaging-history.set`.
+   */
+  offlineFlush(messages: WAMessage[], receipts: { key: proto.IMessageKey; status: number }[] = [], lidPnMappings: { lid: string; pn: string }[] = []): void {
+    const byId = new Map(messages.map((m) => [m.key.id, m]));
+    const unmerged: { key: proto.IMessageKey; update: { status: number } }[] = [];
+    for (const r of receipts) {
+      const m = byId.get(r.key.id);
+      if (m) m.status = r.status;
+      else unmerged.push({ key: r.key, update: { status: r.status } });
+    }
+    if (lidPnMappings.length) this.emit("messaging-history.set", { chats: [], contacts: [], messages: [], lidPnMappings, isLatest: true, syncType: 0 });
+    if (messages.length) this.emit("messages.upsert", { type: "notify", messages });
+    if (unmerged.length) this.emit("messages.update", unmerged);
+    this.emit("connection.update", { receivedPendingNotifications: true });
+  }
+
   /** The socket closes on the network side with the library's code (401 logged out, 428 lost…). */
   close(code: number): void {
     clearTimeout(this.qrTimer);
@@ -118,13 +197,16 @@ export class StandInSocket implements EngineSocket {
 
   async sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined> {
     this.calls.push({ method: "sendMessage", args: [jid, content, options] });
-    // As the library does: a group send needs the participants, from the cache it was given or the network.
-    if (jid.endsWith("@g.us") && !(await this.options.cachedGroupMetadata(jid))) await this.groupMetadata(jid);
+    // As the library's relayMessage: a group send asks the cache first, else queries the network.
+    if (jid.endsWith("@g.us")) {
+      const cached = await this.options.cachedGroupMetadata(jid);
+      if (!cached?.participants) await this.groupMetadata(jid);
+    }
     const id = options?.messageId ?? `STANDIN${Math.random().toString(16).slice(2)}`;
     log({ event: "send", connection: this.connectionId, id, jid });
     // Killed between the socket write and anything the gateway records after it.
     if (process.env.STAND_IN_KILL_ON_SEND === "1") process.kill(process.pid, "SIGKILL");
-    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
+    return { key: { remoteJid: jid, fromMe: true, id }, message: messageOf(content, id), messageTimestamp: Math.floor(Date.now() / 1000), status: 1 };
   }
 
   async onWhatsApp(...jids: string[]): Promise<{ jid: string; exists: boolean }[] | undefined> {
@@ -133,11 +215,26 @@ export class StandInSocket implements EngineSocket {
     return jids.map((jid) => ({ jid, exists: !world.offNetwork.has(jid) }));
   }
 
+  /** A group's metadata as the network answers a query (`w:g2` iq), one query recorded per call. */
   async groupMetadata(jid: string): Promise<GroupMetadata> {
     this.calls.push({ method: "groupMetadata", args: [jid] });
-    const group = world.groups.get(jid);
-    if (!group) throw Object.assign(new Error("item-not-found"), { output: { statusCode: 404 } });
-    return structuredClone(group);
+    return { id: jid, subject: "stand-in group", participants: [{ id: `${jid.split("@")[0]}1@lid`, admin: null }], addressingMode: "lid" } as GroupMetadata;
+  }
+
+  async readMessages(keys: WAMessageKey[]): Promise<void> {
+    this.calls.push({ method: "readMessages", args: [keys] });
+  }
+
+  async sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void> {
+    this.calls.push({ method: "sendPresenceUpdate", args: [type, toJid] });
+  }
+
+  /** The media server's bytes for the message, as the library streams them once decrypted with its media key. */
+  async downloadMedia(message: WAMessage): Promise<Readable> {
+    this.calls.push({ method: "downloadMedia", args: [message] });
+    const bytes = world.media.get(message.key.id ?? "");
+    if (!bytes) throw Object.assign(new Error("gone"), { output: { statusCode: 410 } });
+    return Readable.from([bytes]);
   }
 
   async logout(): Promise<void> {
@@ -153,8 +250,20 @@ export class StandInSocket implements EngineSocket {
   }
 }
 
-function messageOf(content: AnyMessageContent): proto.IMessage {
+/** The secret the library gives a poll it sends (random there; derived from its id here, so a test can vote). */
+export function pollSecret(id: string): Buffer {
+  return createHash("sha256").update(`poll-secret:${id}`).digest();
+}
+
+function messageOf(content: AnyMessageContent, id: string): proto.IMessage {
   const c = content as Record<string, unknown>;
+  if (c.poll) {
+    const poll = c.poll as { name: string; values: string[]; selectableCount: number };
+    return {
+      pollCreationMessageV3: { name: poll.name, options: poll.values.map((optionName) => ({ optionName })), selectableOptionsCount: poll.selectableCount },
+      messageContextInfo: { messageSecret: pollSecret(id) },
+    };
+  }
   if (typeof c.text === "string") return { conversation: c.text };
   if (c.location) return { locationMessage: c.location as proto.Message.ILocationMessage };
   if (c.image) return { imageMessage: { mimetype: c.mimetype as string, caption: (c.caption as string | undefined) ?? null } };

@@ -18,8 +18,9 @@ export const READ_TOOLS = [
   "get_schedule",
   "get_usage",
   "list_webhook_deliveries",
+  "list_chats",
 ];
-export const WRITE_TOOLS = ["send_message", "cancel_message", "pause_schedule", "resume_schedule", "cancel_schedule"];
+export const WRITE_TOOLS = ["send_message", "cancel_message", "react_to_message", "mark_read", "pause_schedule", "resume_schedule", "cancel_schedule"];
 
 /**
  * A connected client on `revision`: 2026-07-28 pinned (server/discover, the per-request

@@ -5,21 +5,24 @@
 // callback code as the HTTP route (ProviderCallbackService), in process: the engine already shares
 // the gateway's database, and a loopback HTTP hop would only add a way to fail (BASE_URL is often
 // not reachable from inside the host) without adding a check the service does not already make.
+import type { WAVersion } from "@whiskeysockets/baileys";
 import type { DataSource } from "typeorm";
-import { ProviderCallbackBody } from "../../../contract/index.js";
+import { ProviderCallbackBody, type Media, type PresenceState, type Recipient } from "../../../contract/index.js";
 import { callbackToken } from "../../connections/callback-token.js";
 import { Connection } from "../../connections/entities.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
-import { decrypt, randomToken } from "../../secrets.js";
+import { decrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
-import { wipeSession } from "./auth-state.js";
+import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { editContent, reactionContent, revokeContent } from "./conversations.js";
+import { loadAuthState, wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
 import { Relay } from "./relay.js";
-import { Session, type Report, type SessionHost } from "./session.js";
-import { loadSocketFactory, type SocketFactory } from "./socket.js";
+import { CREDS_SAVE_PAUSE_MS, Session, type Report, type SessionHost } from "./session.js";
+import { loadSocketFactory, parseVersion, type SocketFactory, type VersionSource } from "./socket.js";
+import { ReportSpool } from "./spool.js";
 import { SessionStore } from "./store.js";
 
 export const BAILEYS_ENGINE = "baileys";
@@ -27,7 +30,12 @@ export const BAILEYS_ENGINE = "baileys";
 const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
-const REPORT_ATTEMPTS = 6;
+/** How long an unlink waits for a socket opened only to unlink. */
+const UNLINK_OPEN_TIMEOUT_MS = 8_000;
+/** A refused client version is fetched again at most this often. */
+const VERSION_REFETCH_MS = 60_000;
+/** How long shutdown waits for reports in flight; what is left stays spooled for the next start. */
+const CLOSE_REPORTS_MS = 5_000;
 /** How often a process prunes the message store of entries too old for retry requests. */
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -44,6 +52,10 @@ export interface BaileysOptions {
   relaySpacingMs: number;
   /** BAILEYS_SOCKET_MODULE (never in production): a module whose createSocket replaces the library's. */
   socketModule?: string | undefined;
+  /** BAILEYS_WA_VERSION: the client version to present, never fetched. */
+  waVersion?: string | undefined;
+  /** Where reports wait until they are applied (DATA_DIR/baileys-reports). */
+  spoolDir: string;
 }
 
 export class BaileysEngine implements Engine {
@@ -52,8 +64,16 @@ export class BaileysEngine implements Engine {
   private readonly sessions = new Map<string, Session>();
   private readonly host: SessionHost;
   private readonly relay: Relay;
-  private readonly reportChains = new Map<string, Promise<void>>();
+  readonly spool: ReportSpool;
+  /** Pauses, here so that tests can shorten them. */
+  readonly tuning = { credsSavePauseMs: CREDS_SAVE_PAUSE_MS, versionRefetchMs: VERSION_REFETCH_MS };
+  /** When a refusal last made the version be fetched again. */
+  private refetchedAt = 0;
   private factory: SocketFactory | null = null;
+  private fetchVersion: VersionSource | null = null;
+  private readonly pinnedVersion: WAVersion | undefined;
+  private currentVersion: WAVersion | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   /** When the leases were last renewed: past it plus the lease period minus a margin, sockets close. */
@@ -63,6 +83,8 @@ export class BaileysEngine implements Engine {
 
   constructor(private readonly options: BaileysOptions) {
     this.leases = new Leases(options.db, options.leaseSeconds);
+    this.pinnedVersion = options.waVersion ? parseVersion(options.waVersion) : undefined;
+    this.spool = new ReportSpool(options.spoolDir, (id, body) => this.apply(id, body), options.logger);
     this.relay = new Relay(options.db, options.secretKey, options.relaySpacingMs, (id, events) => this.report(id, events), options.logger);
     this.host = {
       db: options.db,
@@ -74,8 +96,12 @@ export class BaileysEngine implements Engine {
       mediaPolicy: options.mediaPolicy,
       report: (id, events) => this.report(id, events),
       forget: (session) => this.forget(session),
+      version: () => this.pinnedVersion ?? this.currentVersion,
+      versionRefused: (version) => this.refreshVersion(version),
+      credsSavePauseMs: () => this.tuning.credsSavePauseMs,
       count: (metric, label) => {
         if (metric === "reconnect") options.metrics.engineReconnects.inc({ engine: BAILEYS_ENGINE });
+        else if (metric === "problem") options.metrics.engineProblems.inc({ engine: BAILEYS_ENGINE, reason: label ?? "unknown" });
         else if (metric === "send") options.metrics.engineSends.inc({ engine: BAILEYS_ENGINE, outcome: label ?? "written" });
         else options.metrics.engineReceipts.inc({ engine: BAILEYS_ENGINE, status: label ?? "unknown" });
       },
@@ -88,17 +114,58 @@ export class BaileysEngine implements Engine {
   }
 
   async open(): Promise<void> {
-    this.factory = await loadSocketFactory(this.options.socketModule);
+    ({ factory: this.factory, fetchVersion: this.fetchVersion } = await loadSocketFactory(this.options.socketModule));
+    // What a process that died left unapplied is taken up first.
+    this.spool.open();
+    if (!this.pinnedVersion) await this.refreshVersion(undefined);
     this.running = true;
     this.renewedAt = Date.now();
+    this.startWatchdog();
     this.polling = this.poll();
     await this.polling;
+  }
+
+  /**
+   * The network's current client version (at start, and when it refused the one in use; at most
+   * once a minute); when it cannot be fetched, the library's built-in one stays in use.
+   */
+  private async refreshVersion(refused: WAVersion | undefined): Promise<void> {
+    if (this.pinnedVersion || !this.fetchVersion) return;
+    if (refused) {
+      // Every socket presenting the refused version reports it: one fetch for them all.
+      if (refused !== this.currentVersion || Date.now() - this.refetchedAt < this.tuning.versionRefetchMs) return;
+      this.refetchedAt = Date.now();
+    }
+    try {
+      this.currentVersion = await this.fetchVersion();
+      this.options.logger.info({ version: this.currentVersion.join(".") }, "baileys client version fetched");
+    } catch (err) {
+      this.options.logger.warn({ err }, "baileys client version could not be fetched; keeping the one in use");
+    }
+  }
+
+  /**
+   * Independent of the poll (whose renewal may hang on a database that stopped answering): when
+   * the leases were not renewed for half a lease period, the sockets close, so that they are
+   * closed before another process can take the leases over.
+   */
+  private startWatchdog(): void {
+    const periodMs = (this.options.leaseSeconds * 1000) / 8;
+    this.watchdog = setInterval(() => {
+      if (!this.running || Date.now() - this.renewedAt <= (this.options.leaseSeconds * 1000) / 2 || !this.sessions.size) return;
+      this.options.logger.error({ since_ms: Date.now() - this.renewedAt }, "baileys leases not renewed in time; closing this process's sockets");
+      const sessions = [...this.sessions.values()];
+      this.sessions.clear();
+      void Promise.all(sessions.map((s) => s.end()));
+    }, periodMs);
+    this.watchdog.unref();
   }
 
   /** Closes every socket of this process and hands its leases back, so another takes them at once. */
   async close(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    clearInterval(this.watchdog);
     // A poll under way may be opening sockets: let it finish, then close what it opened too.
     await this.polling;
     const sessions = [...this.sessions.values()];
@@ -107,7 +174,7 @@ export class BaileysEngine implements Engine {
       await s.end();
       await this.leases.release(s.connectionId).catch(() => undefined);
     }));
-    await Promise.all(this.reportChains.values());
+    await this.spool.close(CLOSE_REPORTS_MS);
   }
 
   private schedulePoll(): void {
@@ -135,6 +202,7 @@ export class BaileysEngine implements Engine {
         await this.host.store.pruneMessages();
       }
       if (this.running) {
+        this.spool.adopt();
         for (const id of await this.leases.orphans(BAILEYS_ENGINE, TAKE_UP_PER_POLL)) {
           if (!this.sessions.has(id) && (await this.leases.acquire(id))) await this.take(id);
         }
@@ -184,9 +252,13 @@ export class BaileysEngine implements Engine {
     const session = await this.take(connection.id);
     const qr = await session.nextQr(FIRST_QR_TIMEOUT_MS);
     if (!qr) {
-      this.sessions.delete(connection.id);
+      if (this.sessions.get(connection.id) === session) this.sessions.delete(connection.id);
       await session.end();
       await this.leases.release(connection.id);
+      if (session.problem === "client_version_refused") {
+        throw new EngineError("the network refuses the client version in use (client_version_refused); a current one is being fetched, try again shortly", false, "transport_unavailable");
+      }
+      if (session.problem) throw new EngineError(`the network did not offer a pairing code (${session.problem})`, false, "transport_unavailable");
       throw new EngineError("the network did not offer a pairing code", false, "transport_unavailable");
     }
     return { payload: qr };
@@ -206,18 +278,63 @@ export class BaileysEngine implements Engine {
     throw new EngineError("the session is being taken up", false, "session_not_open");
   }
 
+  // Conversation actions go to the socket of this process (server/engines/baileys/conversations.ts);
+  // while another process holds it they fail transiently and the caller retries.
+  react(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void> {
+    return this.local(connection).act(target, reactionContent(target, emoji));
+  }
+
+  edit(connection: EngineConnection, target: MessageRef, body: string): Promise<void> {
+    return this.local(connection).act(target, editContent(target, body));
+  }
+
+  revoke(connection: EngineConnection, target: MessageRef): Promise<void> {
+    return this.local(connection).act(target, revokeContent(target));
+  }
+
+  markRead(connection: EngineConnection, targets: MessageRef[]): Promise<void> {
+    return this.local(connection).markRead(targets);
+  }
+
+  sendPresence(connection: EngineConnection, chat: Recipient, state: PresenceState): Promise<void> {
+    return this.local(connection).sendPresence(chat, state);
+  }
+
+  async downloadMedia(connection: EngineConnection, target: MessageRef, media: Media, maxBytes: number): Promise<MediaDownload> {
+    const stream = await this.local(connection).downloadMedia(target, maxBytes);
+    return { stream, mimetype: media.mimetype ?? "application/octet-stream", filename: media.filename ?? null, size: null };
+  }
+
+  private local(connection: EngineConnection): Session {
+    const session = this.sessions.get(connection.id);
+    if (!session) throw new EngineError("the session is not open on this process (another holds it, or it is being taken up)", false, "session_not_open");
+    return session;
+  }
+
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
     const session = this.sessions.get(connection.id);
     return session ? session.checkNumber(phone) : { checked: false, onNetwork: null };
   }
 
-  /** Deleted: unlink the device if this process holds it (else its holder does so at its next poll). */
+  /**
+   * Deleted: unlink the device. The holder of the socket does it (this process now, another at its
+   * next poll); when nobody holds one (suspended, replaced elsewhere, its holder gone), a socket is
+   * opened with the stored credentials only to unlink, so that the phone does not keep a dead device.
+   */
   async logout(connection: EngineConnection): Promise<void> {
-    const session = this.sessions.get(connection.id);
+    let session = this.sessions.get(connection.id);
     this.sessions.delete(connection.id);
+    if (!session && (await this.leases.acquire(connection.id))) {
+      const linked = await loadAuthState(this.options.db, this.options.secretKey, connection.id);
+      if (linked.state.creds.me) {
+        session = new Session(this.host, connection.id);
+        await session.connect().catch((err: unknown) => this.options.logger.warn({ err, connection_id: connection.id }, "baileys socket to unlink could not be opened"));
+        if (!(await session.opened(UNLINK_OPEN_TIMEOUT_MS))) this.options.logger.warn({ connection_id: connection.id }, "baileys device not unlinked: the socket did not open");
+      }
+    }
     if (session) await session.logout();
     await wipeSession(this.options.db, connection.id);
-    if (session) await this.leases.release(connection.id);
+    await this.leases.release(connection.id);
   }
 
   /** Suspended: close the socket here (another holder closes at its next poll); the link survives. */
@@ -236,37 +353,19 @@ export class BaileysEngine implements Engine {
     if (linked?.linked && (await this.leases.acquire(connection.id))) await this.take(connection.id);
   }
 
-  /** Reports of one connection apply in order; a failed one is retried with backoff, then logged. */
-  private report(connectionId: string, events: Report[]): void {
-    const previous = this.reportChains.get(connectionId) ?? Promise.resolve();
-    const next = previous.then(() => this.deliver(connectionId, events));
-    this.reportChains.set(connectionId, next);
-    void next.finally(() => {
-      if (this.reportChains.get(connectionId) === next) this.reportChains.delete(connectionId);
-    });
+  /**
+   * Reports of one connection: spooled to disk first, then applied in order, retried for as long as
+   * the database is away (spool.ts); resolves once applied.
+   */
+  private report(connectionId: string, events: Report[]): Promise<void> {
+    this.spool.add(connectionId, events);
+    return this.spool.settled(connectionId);
   }
 
-  private async deliver(connectionId: string, events: Report[]): Promise<void> {
-    // The wire format's own checks, as on the HTTP route: a report that fails them is a bug to log, not to apply.
-    const parsed = ProviderCallbackBody.safeParse({ events: events.map((e) => ({ ...e, event_id: e.event_id ?? `bly_${randomToken(12)}` })) });
-    if (!parsed.success) {
-      this.options.logger.error({ connection_id: connectionId, types: events.map((e) => e.type), issues: parsed.error.issues }, "baileys report does not validate; dropped");
-      return;
-    }
-    const body = parsed.data;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const connection = await this.options.db.getRepository(Connection).findOneBy({ id: connectionId });
-        if (!connection || connection.deletedAt) return;
-        await this.options.callbacks.handle(BAILEYS_ENGINE, callbackToken(this.options.secretKey, connection.id, connection.callbackNonce), body);
-        return;
-      } catch (err) {
-        if (attempt >= REPORT_ATTEMPTS) {
-          this.options.logger.error({ err, connection_id: connectionId, types: events.map((e) => e.type) }, "baileys report dropped after retries");
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
-      }
-    }
+  private async apply(connectionId: string, body: ProviderCallbackBody): Promise<void> {
+    const connection = await this.options.db.getRepository(Connection).findOneBy({ id: connectionId });
+    // Deleted: its reports have nowhere to go.
+    if (!connection || connection.deletedAt) return;
+    await this.options.callbacks.handle(BAILEYS_ENGINE, callbackToken(this.options.secretKey, connection.id, connection.callbackNonce), body);
   }
 }

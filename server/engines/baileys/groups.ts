@@ -1,9 +1,6 @@
-// Groups on the real network: the library's group calls behind the engine's group interface, its
-// group events translated into our reports, and the metadata the library needs to send to a group
-// read from our cache (group_metadata) instead of asked of the network on every send.
+// Groups on the real network: the library's group metadata translated to the engine's and back
+// (the session hands the library our cached metadata for its group sends).
 import type { GroupMetadata, GroupParticipant } from "@whiskeysockets/baileys";
-import type { DataSource } from "typeorm";
-import { cachedGroup } from "../../groups/cache.js";
 import type { EngineGroup, EngineGroupParticipant } from "../engine.js";
 import { lidOfJid, phoneOfJid } from "./translate.js";
 
@@ -45,40 +42,4 @@ export function libraryMetadata(g: EngineGroup): GroupMetadata {
       admin: p.role === "member" ? null : p.role,
     })),
   } as GroupMetadata;
-}
-
-/**
- * The library's `cachedGroupMetadata` for one connection: our cache first; on a miss, one network
- * query shared by every send waiting on it, its answer reported (so the cache has it next time)
- * and kept here until the report is applied.
- */
-export function groupMetadataCache(
-  db: DataSource,
-  connectionId: string,
-  fetch: (jid: string) => Promise<GroupMetadata>,
-  report: (group: EngineGroup) => void,
-): (jid: string) => Promise<GroupMetadata | undefined> {
-  const pending = new Map<string, Promise<GroupMetadata | undefined>>();
-  return async (jid) => {
-    const cached = await cachedGroup(db.manager, connectionId, jid);
-    if (cached) {
-      pending.delete(jid);
-      return libraryMetadata(cached);
-    }
-    let waiting = pending.get(jid);
-    if (!waiting) {
-      waiting = fetch(jid).then(
-        (m) => {
-          report(groupOf(m));
-          return m;
-        },
-        () => {
-          pending.delete(jid);
-          return undefined;
-        },
-      );
-      pending.set(jid, waiting);
-    }
-    return waiting;
-  };
 }

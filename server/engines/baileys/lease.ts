@@ -45,31 +45,41 @@ export class Leases {
   async renew(held: string[]): Promise<Map<string, "keep" | "drop" | "logout">> {
     const out = new Map<string, "keep" | "drop" | "logout">(held.map((id) => [id, "drop"]));
     if (!held.length) return out;
-    const found = await rows<{ connection_id: string; deleted: boolean; kept: boolean }>(
-      this.db,
-      `WITH c AS (
-         SELECT l.connection_id, c.deleted_at IS NOT NULL AS deleted, (c.state <> ALL($4::text[]) AND c.deleted_at IS NULL) AS kept
-           FROM baileys_leases l JOIN connections c ON c.id = l.connection_id
-          WHERE l.holder = $1 AND l.connection_id = ANY($2::text[])
-       ), renewed AS (
-         UPDATE baileys_leases l SET expires_at = now() + make_interval(secs => $3)
-           FROM c WHERE l.connection_id = c.connection_id AND c.kept AND l.holder = $1
-       ), dropped AS (
-         DELETE FROM baileys_leases l USING c WHERE l.connection_id = c.connection_id AND NOT c.kept AND l.holder = $1
-       )
-       SELECT * FROM c`,
-      [this.holder, held, this.ttlSeconds, DROPPED_STATES],
-    );
+    // A renewal that cannot finish within a quarter lease is given up by the server (a lock, a
+    // stalled server): the caller then closes its sockets in time (engine.ts).
+    const found = await this.db.transaction(async (em) => {
+      await em.query(`SELECT set_config('statement_timeout', $1, true)`, [String(Math.floor((this.ttlSeconds * 1000) / 4))]);
+      return rows<{ connection_id: string; deleted: boolean; kept: boolean }>(
+        em,
+        `WITH c AS (
+           SELECT l.connection_id, c.deleted_at IS NOT NULL AS deleted, (c.state <> ALL($4::text[]) AND c.deleted_at IS NULL) AS kept
+             FROM baileys_leases l JOIN connections c ON c.id = l.connection_id
+            WHERE l.holder = $1 AND l.connection_id = ANY($2::text[])
+         ), renewed AS (
+           UPDATE baileys_leases l SET expires_at = now() + make_interval(secs => $3)
+             FROM c WHERE l.connection_id = c.connection_id AND c.kept AND l.holder = $1
+         ), dropped AS (
+           DELETE FROM baileys_leases l USING c WHERE l.connection_id = c.connection_id AND NOT c.kept AND l.holder = $1
+         )
+         SELECT * FROM c`,
+        [this.holder, held, this.ttlSeconds, DROPPED_STATES],
+      );
+    });
     for (const r of found) out.set(r.connection_id, r.kept ? "keep" : r.deleted ? "logout" : "drop");
     return out;
   }
 
-  /** Linked connections of the engine that no live process holds: to take up. */
+  /**
+   * Linked connections of the engine that no live process holds: to take up. Those whose socket
+   * the network refused only for its client version are taken up too (they are linked, and read
+   * `disconnected` only until a socket presents a current version); not those replaced elsewhere.
+   */
   async orphans(transport: string, limit: number): Promise<string[]> {
     const found = await rows<{ id: string }>(
       this.db,
       `SELECT c.id FROM connections c LEFT JOIN baileys_leases l ON l.connection_id = c.id
-        WHERE c.transport = $1 AND c.state = 'connected' AND c.deleted_at IS NULL AND (l.connection_id IS NULL OR l.expires_at < now())
+        WHERE c.transport = $1 AND c.deleted_at IS NULL AND (l.connection_id IS NULL OR l.expires_at < now())
+          AND (c.state = 'connected' OR (c.state = 'disconnected' AND c.linked AND c.state_detail = 'client_version_refused'))
         ORDER BY c.id LIMIT $2`,
       [transport, limit],
     );

@@ -17,11 +17,34 @@ export function networkMessageId(secretKey: Buffer, messageId: string): string {
   return "3EB0" + hmac(secretKey, `baileys-message-id:${messageId}`).toString("hex").toUpperCase().slice(0, 18);
 }
 
-/** The JID a recipient is addressed at: a phone number's user JID, or a group's. */
+/** The address prefix of a contact known only by its LID: `lid:<digits>`, a valid `to`. */
+const LID_ADDRESS = "lid:";
+
+/**
+ * The JID a recipient is addressed at: a group's, a LID's (`lid:<digits>`, or the network's own
+ * `<digits>@lid`), or a phone number's user JID. A LID is never turned into a phone-number JID:
+ * its digits are not a phone number, and `<lid digits>@s.whatsapp.net` is a stranger.
+ */
 export function recipientJid(to: Recipient): string {
   if (typeof to === "object" && "group" in to) return to.group.includes("@") ? to.group : `${to.group}@${GROUP_SERVER}`;
-  const phone = typeof to === "string" ? to : to.phone;
-  return `${phone.replace(/\D/g, "")}@${USER_SERVER}`;
+  const address = (typeof to === "string" ? to : to.phone).trim();
+  const lid = lidAddressDigits(address);
+  if (lid) return `${lid}@${LID_SERVER}`;
+  return `${address.replace(/\D/g, "")}@${USER_SERVER}`;
+}
+
+/** The LID digits of an address `lid:<digits>` or `<digits>@lid`; null for a phone number. */
+export function lidAddressDigits(address: string): string | null {
+  const lower = address.toLowerCase();
+  if (lower.startsWith(LID_ADDRESS)) return /^\d{1,30}$/.test(lower.slice(LID_ADDRESS.length)) ? lower.slice(LID_ADDRESS.length) : null;
+  const parts = splitJid(lower);
+  return parts && parts.server === LID_SERVER && /^\d{1,30}$/.test(parts.user) ? parts.user : null;
+}
+
+/** The address we report a LID by (`lid:<digits>`), from its JID or bare form; null for any other kind. */
+export function lidAddress(jid: string | null | undefined): string | null {
+  const lid = lidOfJid(jid);
+  return lid ? `${LID_ADDRESS}${lid.slice(0, lid.indexOf("@"))}` : null;
 }
 
 /** The address of a recipient as the network reports it back (phone digits or the group id). */
@@ -46,6 +69,15 @@ export function phoneOfJid(jid: string | null | undefined): string | null {
 export function lidOfJid(jid: string | null | undefined): string | null {
   const parts = jid ? splitJid(jid) : null;
   return parts && parts.server === LID_SERVER ? `${parts.user}@${LID_SERVER}` : null;
+}
+
+/**
+ * Addresses that are not conversations with a contact: channels (`…@newsletter`) and status and
+ * broadcast lists (`…@broadcast`). The library is told to ignore them (`shouldIgnoreJid`) and an
+ * upsert from one is never an inbound message.
+ */
+export function isIgnoredJid(jid: string | null | undefined): boolean {
+  return Boolean(jid && (jid.endsWith("@newsletter") || jid.endsWith("@broadcast")));
 }
 
 export function isGroupJid(jid: string | null | undefined): boolean {
@@ -79,11 +111,40 @@ export function outboundContent(body: string | null, media: { spec: Media; data:
       case "audio":
         return { audio: media.data, mimetype: media.mimetype };
       default:
-        return { document: media.data, caption, mimetype: media.mimetype, fileName: media.spec.filename ?? "file" };
+        return { document: media.data, caption, mimetype: media.mimetype, fileName: documentName(media.spec, media.mimetype) };
     }
   }
   if (location) return { location: { degreesLatitude: location.latitude, degreesLongitude: location.longitude, ...(location.title && { name: location.title }) } };
   return { text: body ?? "" };
+}
+
+/** Extensions of document types whose subtype is not one. */
+const EXTENSIONS: Record<string, string> = {
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+  "application/msword": "doc",
+  "application/vnd.ms-excel": "xls",
+  "text/plain": "txt",
+  "application/octet-stream": "",
+};
+
+/**
+ * The name a document is shown with: the one given, else the URL's last path segment, with an
+ * extension from the mimetype when it has none (a recipient's phone opens a document by it).
+ */
+export function documentName(media: Media, mimetype: string): string {
+  if (media.filename) return media.filename;
+  let last = "";
+  try {
+    last = decodeURIComponent(new URL(media.url).pathname.split("/").pop() ?? "").replace(/[\\/\0]/g, "");
+  } catch {
+    // an undecodable path: no name from it
+  }
+  if (/\.[A-Za-z0-9]{1,8}$/.test(last)) return last.slice(-255);
+  const subtype = mimetype.split(";")[0]!.trim().toLowerCase();
+  const ext = EXTENSIONS[subtype] ?? (/^[a-z0-9]{1,8}$/.test(subtype.split("/")[1] ?? "") ? subtype.split("/")[1]! : "");
+  return `${(last || "file").slice(0, 240)}${ext ? `.${ext}` : ""}`;
 }
 
 export function kindOfMimetype(mimetype: string): MediaKind {
@@ -100,11 +161,30 @@ export interface Content {
 
 export function messageContent(message: proto.IMessage | null | undefined): Content | null {
   if (!message) return null;
-  // Disappearing and view-once messages wrap the real one.
-  const inner = message.ephemeralMessage?.message ?? message.viewOnceMessage?.message ?? message.viewOnceMessageV2?.message ?? message.documentWithCaptionMessage?.message;
+  // Disappearing, view-once (each generation of it), captioned-document and associated child
+  // messages wrap the real one. Edits (editedMessage) are not new messages and are not unwrapped.
+  const inner =
+    message.ephemeralMessage?.message ??
+    message.viewOnceMessage?.message ??
+    message.viewOnceMessageV2?.message ??
+    message.viewOnceMessageV2Extension?.message ??
+    message.documentWithCaptionMessage?.message ??
+    message.associatedChildMessage?.message ??
+    message.lottieStickerMessage?.message;
   if (inner) return messageContent(inner);
-  const text = message.conversation ?? message.extendedTextMessage?.text;
+  // A reply chosen from buttons or a list is recorded as the text the person saw and chose.
+  const text =
+    message.conversation ??
+    message.extendedTextMessage?.text ??
+    message.buttonsResponseMessage?.selectedDisplayText ??
+    message.templateButtonReplyMessage?.selectedDisplayText ??
+    message.listResponseMessage?.title ??
+    message.interactiveResponseMessage?.body?.text;
   if (text) return { body: text.slice(0, 4096) };
+  // A shared contact (or several) is recorded as its vCard text.
+  const contacts = message.contactMessage ? [message.contactMessage] : (message.contactsArrayMessage?.contacts ?? []);
+  const cards = contacts.map((c) => c.vcard || c.displayName).filter((c): c is string => Boolean(c));
+  if (cards.length) return { body: cards.join("\n").slice(0, 4096) };
   const loc = message.locationMessage ?? message.liveLocationMessage;
   if (loc && typeof loc.degreesLatitude === "number" && typeof loc.degreesLongitude === "number") {
     const title = (message.locationMessage?.name ?? message.locationMessage?.address ?? undefined) || undefined;
@@ -113,6 +193,9 @@ export function messageContent(message: proto.IMessage | null | undefined): Cont
   const media: [MediaKind, proto.Message.IImageMessage | proto.Message.IVideoMessage | proto.Message.IAudioMessage | proto.Message.IDocumentMessage | null | undefined][] = [
     ["image", message.imageMessage],
     ["video", message.videoMessage],
+    // A video note is a video; a sticker an image (webp).
+    ["video", message.ptvMessage],
+    ["image", message.stickerMessage],
     ["audio", message.audioMessage],
     ["document", message.documentMessage],
   ];

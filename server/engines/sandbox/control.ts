@@ -8,7 +8,23 @@ import { ApiError, zodFieldErrors } from "../../http/errors.js";
 import { unstorableStrings } from "../../http/input-check.js";
 import type { EngineRegistry } from "../engine.js";
 import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
-import { FaultsBody, GroupBody, GroupChangeBody, GroupMembersBody, InboundBody, LogoutBody, NumberBody, PhoneSendBody, ReceivedQuery, ScanBody } from "./schemas.js";
+import {
+  ContactEditBody,
+  ContactRevokeBody,
+  FaultsBody,
+  GroupBody,
+  GroupChangeBody,
+  GroupMembersBody,
+  InboundBody,
+  LogoutBody,
+  NumberBody,
+  PhoneSendBody,
+  ReactBody,
+  ReceivedQuery,
+  ScanBody,
+  TypingBody,
+  VoteBody,
+} from "./schemas.js";
 
 export const SANDBOX_CONTROL_PATH = "/sandbox/v1";
 
@@ -35,6 +51,25 @@ function controlRouter(engine: SandboxEngine): Router {
   router.post("/phone-send", async (req, res) => {
     // Queued like an inbound message: the gateway learns of it through its callback.
     res.status(202).json(await network.phoneSend(parse(PhoneSendBody, req.body, "body")));
+  });
+  // A contact acting in a chat: queued like an inbound message, reported through the callback.
+  router.post("/react", async (req, res) => {
+    const body = parse(ReactBody, req.body, "body");
+    res.status(202).json(await network.act(body, { type: "message.reaction", emoji: body.emoji }));
+  });
+  router.post("/edit", async (req, res) => {
+    const body = parse(ContactEditBody, req.body, "body");
+    res.status(202).json(await network.act(body, { type: "message.edited", body: body.body }));
+  });
+  router.post("/revoke", async (req, res) => {
+    res.status(202).json(await network.act(parse(ContactRevokeBody, req.body, "body"), { type: "message.revoked" }));
+  });
+  router.post("/vote", async (req, res) => {
+    const body = parse(VoteBody, req.body, "body");
+    res.status(202).json(await network.act(body, { type: "message.poll_vote", options: body.options }));
+  });
+  router.post("/typing", async (req, res) => {
+    res.status(202).json(await network.typing(parse(TypingBody, req.body, "body")));
   });
   router.post("/logout", async (req, res) => {
     res.status(200).json(await network.logout(parse(LogoutBody, req.body, "body").phone));

@@ -4,11 +4,13 @@
 // the callback path under test is always the real one. The control API (control.ts) plays the
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
 import type { DataSource } from "typeorm";
-import type { Recipient } from "../../../contract/index.js";
+import type { Media, PresenceState, Recipient } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
-import { EngineError, type Engine, type EngineConnection, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EMPTY_ALLOW_LIST, type UrlCheckOptions } from "../../webhooks/address-policy.js";
+import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { recipientAddress, SandboxConversations } from "./conversations.js";
 import { SandboxContact, SandboxSession, type Receipts } from "./entities.js";
 import { CallbackOutbox, type CallbackUrlResolver } from "./outbox.js";
 import { insertReportsSql, newProviderMessageId, reportRows, type QueuedReport } from "./reports.js";
@@ -31,6 +33,8 @@ export interface SandboxOptions {
   logger: Logger;
   /** Where a connection's reports go (the sandbox keeps no URLs: they carry credentials). */
   callbackUrlFor: CallbackUrlResolver;
+  /** The outbound address policy media are fetched through; default: public addresses only. */
+  mediaPolicy?: UrlCheckOptions;
 }
 
 export class SandboxEngine implements Engine {
@@ -40,9 +44,11 @@ export class SandboxEngine implements Engine {
   readonly groups: SandboxGroups;
   private readonly db: DataSource;
   private readonly outbox: CallbackOutbox;
+  private readonly conversations: SandboxConversations;
 
   constructor(options: SandboxOptions) {
     this.db = options.db;
+    this.conversations = new SandboxConversations(options.db, options.mediaPolicy ?? { allowPrivate: EMPTY_ALLOW_LIST });
     this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor);
     this.network = new SandboxNetwork(options.db, () => this.outbox.wake());
     this.groups = new SandboxGroups(options.db, () => this.latency(), () => this.outbox.wake());
@@ -128,6 +134,7 @@ export class SandboxEngine implements Engine {
       deliveries.push({
         message_id: message.messageId, provider_message_id: providerMessageId, from_phone: known!.phone, to_address: address,
         recipient: message.to, body: message.body, media: message.media, location: message.location,
+        quoted_message_id: message.quoted?.messageId ?? null, poll: message.poll ?? null,
         outcome: onNetwork ? "delivered" : "not_on_network",
       });
     }
@@ -137,10 +144,12 @@ export class SandboxEngine implements Engine {
     const inserted = await rows<{ message_id: string; provider_message_id: string }>(
       this.db,
       `WITH d AS (
-         INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location, outcome)
-         SELECT message_id, provider_message_id, $1, from_phone, to_address, recipient, body, media, location, outcome
+         INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location,
+                                         quoted_message_id, poll, outcome)
+         SELECT message_id, provider_message_id, $1, from_phone, to_address, recipient, body, media, location, quoted_message_id, poll, outcome
            FROM jsonb_to_recordset($2::jsonb) AS x(message_id text, provider_message_id text, from_phone text, to_address text,
-                                                   recipient jsonb, body text, media jsonb, location jsonb, outcome text)
+                                                   recipient jsonb, body text, media jsonb, location jsonb, quoted_message_id text,
+                                                   poll jsonb, outcome text)
          ON CONFLICT (message_id) DO NOTHING
          RETURNING message_id, provider_message_id
        ), r AS (
@@ -179,6 +188,31 @@ export class SandboxEngine implements Engine {
     return { checked: true, onNetwork: contact?.onNetwork ?? true };
   }
 
+  react(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void> {
+    return this.conversations.react(connection, target, emoji);
+  }
+
+  edit(connection: EngineConnection, target: MessageRef, body: string): Promise<void> {
+    return this.conversations.edit(connection, target, body);
+  }
+
+  revoke(connection: EngineConnection, target: MessageRef): Promise<void> {
+    return this.conversations.revoke(connection, target);
+  }
+
+  markRead(connection: EngineConnection, targets: MessageRef[]): Promise<void> {
+    return this.conversations.markRead(connection, targets);
+  }
+
+  sendPresence(connection: EngineConnection, chat: Recipient, state: PresenceState): Promise<void> {
+    return this.conversations.sendPresence(connection, chat, state);
+  }
+
+  async downloadMedia(_connection: EngineConnection, _target: MessageRef, media: Media, maxBytes: number): Promise<MediaDownload> {
+    await this.latency();
+    return this.conversations.downloadMedia(media, maxBytes);
+  }
+
   /** The gateway deleted the connection: forget the session and every report still owed for it. */
   async logout(connection: EngineConnection): Promise<void> {
     await this.latency();
@@ -205,10 +239,6 @@ export class SandboxEngine implements Engine {
   }
 }
 
-function recipientAddress(to: Recipient): { address: string; group: boolean } {
-  if (typeof to === "string") return { address: to, group: false };
-  return "group" in to ? { address: to.group, group: true } : { address: to.phone, group: false };
-}
 
 function sleep(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();

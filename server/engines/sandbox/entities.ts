@@ -40,6 +40,9 @@ export class SandboxDelivery {
   @Column({ type: "jsonb", nullable: true }) media!: Media | null;
   @Column({ type: "jsonb", nullable: true }) location!: Location | null;
   @Column({ type: "text" }) outcome!: "delivered" | "not_on_network";
+  /** Our id of the message a reply quotes. */
+  @Column({ type: "text", name: "quoted_message_id", nullable: true }) quotedMessageId!: string | null;
+  @Column({ type: "jsonb", nullable: true }) poll!: { question: string; options: string[]; selectable: number } | null;
   @Column({ type: "timestamptz", name: "created_at", default: () => "clock_timestamp()" }) createdAt!: Date;
 }
 

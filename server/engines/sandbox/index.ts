@@ -14,6 +14,7 @@ export function createSandboxEngine(deps: { db: DataSource; config: Config; logg
   return new SandboxEngine({
     db: deps.db,
     logger: deps.logger,
+    mediaPolicy: { allowPrivate: deps.config.webhooks.allowPrivate },
     async callbackUrlFor(connectionId) {
       const c = await deps.db.getRepository(Connection).findOneBy({ id: connectionId });
       if (!c || c.deletedAt) return null;

@@ -6,18 +6,33 @@ import { ApiError } from "../../http/errors.js";
 import { sha256 } from "../../secrets.js";
 import { SandboxDelivery } from "./entities.js";
 import { newProviderMessageId, queueReports, type QueuedReport } from "./reports.js";
-import type { Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody } from "./schemas.js";
+import type { ReactionEvent, EditedEvent, RevokedEvent, PollVoteEvent } from "../../../contract/index.js";
+import type { ContactRevokeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody, TypingBody } from "./schemas.js";
 
-export interface Received {
-  message_id: string;
-  provider_message_id: string;
-  from: string | null;
-  to: unknown;
-  body: string | null;
-  media: unknown;
-  location: unknown;
-  delivered_at: string;
-}
+/** What the network got from the gateway: a message, or an action on one (product.md, "Conversations"). */
+export type Received =
+  | {
+      kind: "message";
+      message_id: string;
+      provider_message_id: string;
+      from: string | null;
+      to: unknown;
+      body: string | null;
+      media: unknown;
+      location: unknown;
+      /** A reply: our id of the message it quotes. */
+      quoted_message_id: string | null;
+      poll: unknown;
+      delivered_at: string;
+    }
+  | { kind: "reaction" | "edit" | "revoke" | "read" | "presence"; message_id: string | null; from: string | null; to: string; delivered_at: string; [detail: string]: unknown };
+
+/** A contact's action on a message, as its report says it (the message and its sender filled in). */
+type ContactAction =
+  | Pick<ReactionEvent, "type" | "emoji">
+  | Pick<EditedEvent, "type" | "body">
+  | Pick<RevokedEvent, "type">
+  | Pick<PollVoteEvent, "type" | "options">;
 
 export class SandboxNetwork {
   constructor(
@@ -132,6 +147,56 @@ export class SandboxNetwork {
     return { provider_message_id: providerMessageId, sessions };
   }
 
+  /**
+   * The contact `from` acts on a message of a chat with the linked number `to` (reacts, edits,
+   * revokes, votes): every session linked to `to` that has the message reports it. The message is
+   * named by our id (the network knows it by its own: the gateway's record maps one to the other).
+   */
+  async act(body: ContactRevokeBody, action: ContactAction): Promise<{ sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const sessions = await this.db.transaction(async (em) => {
+      const targets = await rows<{ connection_id: string; provider_message_id: string; poll: { options: string[]; selectable: number } | null }>(
+        em,
+        `SELECT s.connection_id, m.provider_message_id, m.poll
+           FROM sandbox_sessions s JOIN messages m ON m.connection_id = s.connection_id
+          WHERE s.phone = $1 AND s.state = 'linked' AND m.id = $2 AND m.provider_message_id IS NOT NULL`,
+        [body.to, body.message_id],
+      );
+      if (!targets.length) throw ApiError.notFound(`message ${body.message_id} with a network id on a session linked as ${body.to}`);
+      if (action.type === "message.poll_vote") {
+        const poll = targets[0]!.poll;
+        if (!poll) throw ApiError.notFound(`poll ${body.message_id}`);
+        const unknown = action.options.filter((o) => !poll.options.includes(o));
+        if (unknown.length) throw ApiError.validation([{ path: "body.options", message: `not options of the poll: ${unknown.join(", ")}` }]);
+        if (action.options.length > poll.selectable) throw ApiError.validation([{ path: "body.options", message: `at most ${poll.selectable} may be chosen` }]);
+      }
+      const timestamp = new Date().toISOString();
+      await queueReports(
+        em,
+        targets.map((t) => ({ connectionId: t.connection_id, report: { ...action, provider_message_id: t.provider_message_id, from: body.from, timestamp } })),
+        duplicate,
+      );
+      return targets.length;
+    });
+    this.reported();
+    return { sessions };
+  }
+
+  /** The contact `from` types, records or pauses in a chat with `to` (or in `group`): every linked session reports it. */
+  async typing(body: TypingBody): Promise<{ sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const sessions = await this.db.transaction(async (em) => {
+      const linked = await rows<{ connection_id: string }>(em, `SELECT connection_id FROM sandbox_sessions WHERE phone = $1 AND state = 'linked'`, [body.to]);
+      if (!linked.length) throw ApiError.notFound(`linked session for ${body.to}`);
+      const timestamp = new Date().toISOString();
+      const report = { type: "chat.presence" as const, from: body.from, state: body.state, ...(body.group !== undefined && { group: body.group }), timestamp };
+      await queueReports(em, linked.map((s) => ({ connectionId: s.connection_id, report })), duplicate);
+      return linked.length;
+    });
+    this.reported();
+    return { sessions };
+  }
+
   /** The phone logs out its linked devices: every session linked to it reports `disconnected`. */
   async logout(phone: string): Promise<{ sessions: number }> {
     const duplicate = (await this.faults()).duplicate_callbacks;
@@ -149,15 +214,16 @@ export class SandboxNetwork {
     return { sessions };
   }
 
-  /** What the network delivered to `to` (a phone or a group id), oldest first. */
+  /** What the network got for `to` (a phone or a group id) from the gateway, oldest first: messages and actions. */
   async received(to: string): Promise<Received[]> {
-    const rows = await this.db
+    const delivered = await this.db
       .getRepository(SandboxDelivery)
       .createQueryBuilder("d")
       .where("d.toAddress = :to AND d.outcome = 'delivered'", { to })
       .orderBy("d.id", "ASC")
       .getMany();
-    return rows.map((d) => ({
+    const messages: Received[] = delivered.map((d) => ({
+      kind: "message",
       message_id: d.messageId,
       provider_message_id: d.providerMessageId,
       from: d.fromPhone,
@@ -165,9 +231,29 @@ export class SandboxNetwork {
       body: d.body,
       media: d.media,
       location: d.location,
+      quoted_message_id: d.quotedMessageId,
+      poll: d.poll,
       delivered_at: d.createdAt.toISOString(),
     }));
+    const actions = await rows<{ kind: "reaction" | "edit" | "revoke" | "read" | "presence"; message_id: string | null; from: string | null; detail: Record<string, unknown>; created_at: Date }>(
+      this.db,
+      `SELECT a.kind, a.message_id, s.phone AS from, a.detail, a.created_at
+         FROM sandbox_actions a LEFT JOIN sandbox_sessions s ON s.connection_id = a.connection_id
+        WHERE a.to_address = $1 ORDER BY a.id`,
+      [to],
+    );
+    const acted: Received[] = actions.map((a) => ({
+      kind: a.kind,
+      message_id: a.message_id,
+      from: a.from,
+      to,
+      ...a.detail,
+      delivered_at: new Date(a.created_at).toISOString(),
+    }));
+    // Both lists are in order already; merged by time (a stable sort keeps ties in list order).
+    return [...messages, ...acted].sort((a, b) => Date.parse(a.delivered_at) - Date.parse(b.delivered_at));
   }
+
 }
 
 function stateReport(connectionId: string, state: "connected" | "disconnected", phone?: string): QueuedReport {

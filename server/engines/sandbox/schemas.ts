@@ -55,6 +55,27 @@ export type PhoneSendBody = z.infer<typeof PhoneSendBody>;
 
 export const LogoutBody = z.object({ phone: Phone }).strict();
 
+// A contact acting on a message (product.md, "Conversations"): `to` is the linked number, `from`
+// the contact, `message_id` our id of the message acted on.
+const Acting = { from: Phone, to: Phone.describe("The linked number"), message_id: z.string().min(1).max(64) };
+
+export const ReactBody = z.object({ ...Acting, emoji: z.string().max(32).describe('"" removes the reaction') }).strict();
+export type ReactBody = z.infer<typeof ReactBody>;
+
+export const ContactEditBody = z.object({ ...Acting, body: z.string().min(1).max(4096) }).strict();
+export type ContactEditBody = z.infer<typeof ContactEditBody>;
+
+export const ContactRevokeBody = z.object(Acting).strict();
+export type ContactRevokeBody = z.infer<typeof ContactRevokeBody>;
+
+export const VoteBody = z.object({ ...Acting, options: z.array(z.string().min(1).max(100)).max(12) }).strict();
+export type VoteBody = z.infer<typeof VoteBody>;
+
+export const TypingBody = z
+  .object({ from: Phone, to: Phone, state: z.enum(["typing", "recording", "paused"]), group: Phone.optional().describe("The group it happens in") })
+  .strict();
+export type TypingBody = z.infer<typeof TypingBody>;
+
 export const ReceivedQuery = z.object({ to: Phone }).strict();
 
 /** Absent fields keep their value; `{}` changes nothing and answers the current faults. */

@@ -13,7 +13,7 @@ import type { DomainEvent } from "../../events/entities.js";
 import { RETENTION_HOURS } from "../../http/idempotency.js";
 import { newId } from "../../ids.js";
 import { monthOutboundSql, usageShard } from "../../workspace/usage.js";
-import type { Message } from "../entities.js";
+import { NO_CONVERSATION, type Message, type PollSpec } from "../entities.js";
 import { messageView } from "../view.js";
 
 /** A send_at less than this far ahead is sent now rather than scheduled. */
@@ -37,6 +37,10 @@ export interface AcceptInput {
   scheduleId: string | null;
   /** Written `failed` with this reason (a schedule's occurrence that cannot be sent now). */
   failure?: { code: string; message: string };
+  /** A reply: our id of the message it quotes. */
+  replyTo?: string | null;
+  /** A poll. */
+  poll?: PollSpec | null;
 }
 
 /** An accepted message before it is written: the row, its view, its event and its first timeline entries. */
@@ -72,6 +76,9 @@ export function acceptedDraft(input: AcceptInput): AcceptedDraft {
     errorCode: failure?.code ?? null,
     errorMessage: failure?.message ?? null,
     scheduleId: input.scheduleId,
+    ...NO_CONVERSATION,
+    replyTo: input.replyTo ?? null,
+    poll: input.poll ?? null,
     createdAt: now,
     updatedAt: now,
   };
@@ -85,7 +92,7 @@ export function acceptedDraft(input: AcceptInput): AcceptedDraft {
  * The writes of accepted messages, as CTE members over `go` (one row per message: n, id,
  * workspace_id, connection_id, status, recipient, sender, body, media, location, context,
  * metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, error_code,
- * error_message, timeline (comma-separated statuses), event_id, event_type, payload). `shard` is
+ * error_message, timeline (comma-separated statuses), event_id, event_type, payload, reply_to, poll). `shard` is
  * the parameter of the usage shard every message of the statement counts on: one usage row per
  * workspace, taken in workspace order, so two statements cannot deadlock on them. A failed
  * message's last timeline entry carries its reason; the event's `from` is the number it is sent from.
@@ -94,9 +101,10 @@ function acceptedWrites(shard: string): string {
   return `m AS (
     INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
                           context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, updated_at,
-                          error_code, error_message)
+                          error_code, error_message, reply_to, poll)
     SELECT id, workspace_id, connection_id, 'outbound', status, recipient, sender, body, media, location,
-           context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, created_at, error_code, error_message
+           context, metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, created_at, error_code, error_message,
+           reply_to, poll
       FROM go
   ), t AS (
     INSERT INTO message_timeline (message_id, status, at, detail)
@@ -119,10 +127,10 @@ function acceptedWrites(shard: string): string {
 const ACCEPT_MANY_SQL = `WITH go AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[],
                          $10::jsonb[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[],
-                         $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::jsonb[])
+                         $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::jsonb[], $24::text[], $25::jsonb[])
       WITH ORDINALITY AS go(id, workspace_id, connection_id, status, recipient, sender, body, media, location, context, metadata,
                             context_sensitivity, send_at, timezone, schedule_id, created_at, error_code, error_message, timeline,
-                            event_id, event_type, payload, n)
+                            event_id, event_type, payload, reply_to, poll, n)
   ), ${acceptedWrites("$23")}
   SELECT 1`;
 
@@ -142,7 +150,7 @@ export async function acceptMany(em: EntityManager, inputs: AcceptInput[], shard
     col((_, x) => json(x.metadata)), col((_, x) => x.contextSensitivity), col((_, x) => x.sendAt), col((_, x) => x.timezone), col((_, x) => x.scheduleId),
     col((_, x) => x.createdAt), col((_, x) => x.errorCode), col((_, x) => x.errorMessage), col((d) => d.timeline.join(",")),
     col((d) => d.event?.id ?? null), col((d) => d.event?.type ?? null), col((d) => (d.event ? JSON.stringify(d.event.payload) : null)),
-    shard,
+    shard, col((_, x) => x.replyTo), col((_, x) => json(x.poll)),
   ]);
   return drafts.map((d) => d.view);
 }
@@ -175,6 +183,10 @@ export interface SendInput {
   /** Messages a month, or null for no allowance. */
   allowance: number | null;
   event: { id: string; type: string; payload: string } | null;
+  /** A reply: our id of the message it quotes. */
+  replyTo?: string | null;
+  /** A poll, as JSON. */
+  poll?: string | null;
 }
 
 /** What the statement found and did for one send. */
@@ -222,6 +234,8 @@ export async function writeSends(db: DataSource, inputs: SendInput[]): Promise<S
     col((i) => i.event?.id ?? null),
     col((i) => i.event?.type ?? null),
     col((i) => i.event?.payload ?? null),
+    col((i) => i.replyTo ?? null),
+    col((i) => i.poll ?? null),
   ]);
   const byIndex = new Map(rows.map((r) => [Number(r.n), r]));
   return inputs.map((_, i) => {
@@ -269,10 +283,11 @@ const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTIO
 const SEND_SQL = `WITH x AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::jsonb[],
                          $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::text[], $16::text[], $17::jsonb[],
-                         $18::text[], $19::bytea[], $20::boolean[], $21::boolean[], $22::int[], $23::text[], $24::text[], $25::jsonb[])
+                         $18::text[], $19::bytea[], $20::boolean[], $21::boolean[], $22::int[], $23::text[], $24::text[], $25::jsonb[],
+                         $26::text[], $27::jsonb[])
       WITH ORDINALITY AS x(id, workspace_id, status, recipient, body, media, location, context, metadata, context_sensitivity, send_at,
                            timezone, created_at, timeline, key, view, slug, fingerprint, deferred, plan_refuses, allowance,
-                           event_id, event_type, payload, n)
+                           event_id, event_type, payload, reply_to, poll, n)
   ), c AS (
     SELECT x.n, conn.id, conn.state, conn.phone
       FROM x JOIN connections conn ON conn.workspace_id = x.workspace_id AND conn.slug = x.slug AND conn.deleted_at IS NULL
@@ -304,7 +319,7 @@ const SEND_SQL = `WITH x AS (
   ), go AS (
     SELECT ok.n, ok.id, ok.workspace_id, ok.connection_id, ok.status, ok.recipient, ok.phone AS sender, ok.body, ok.media, ok.location,
            ok.context, ok.metadata, ok.context_sensitivity, ok.send_at, ok.timezone, NULL::text AS schedule_id, ok.created_at,
-           NULL::text AS error_code, NULL::text AS error_message, ok.timeline, ok.event_id, ok.event_type, ok.payload
+           NULL::text AS error_code, NULL::text AS error_message, ok.timeline, ok.event_id, ok.event_type, ok.payload, ok.reply_to, ok.poll
       FROM ok WHERE ok.key IS NULL OR EXISTS (SELECT 1 FROM i WHERE i.workspace_id = ok.workspace_id AND i.key = ok.key)
   ), ${acceptedWrites("$15")}
   SELECT x.n, lock.taken, EXISTS (SELECT 1 FROM go WHERE go.n = x.n) AS accepted, used.used,

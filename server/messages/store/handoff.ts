@@ -10,7 +10,10 @@ import { messageView } from "../view.js";
 import { messageFromRow } from "./row.js";
 
 /** A claimed message as marked: what the engine needs, and the connection's row (c.*). */
-export type Marked = Record<string, unknown> & { m_id: string; attempts: number } & Pick<Message, "recipient" | "body" | "media" | "location">;
+export type Marked = Record<string, unknown> & { m_id: string; attempts: number } & Pick<Message, "recipient" | "body" | "media" | "location" | "poll"> & {
+    /** A reply's quoted message (its row's fields as named), or null. */
+    quoted: { id: string; direction: Message["direction"]; recipient: Message["recipient"]; sender: string | null; provider_message_id: string | null } | null;
+  };
 
 /**
  * Marks claimed messages of one connection `submitting` and reads the connection, in one round
@@ -27,13 +30,15 @@ export async function markSubmitting(db: DataSource, claims: { messageId: string
          FROM v
         WHERE t.id = v.id AND t.status = ANY($4::text[])
           AND EXISTS (SELECT 1 FROM dispatch_queue q WHERE q.message_id = v.id)
-        RETURNING t.id, t.recipient, t.body, t.media, t.location, v.attempts, v.n
+        RETURNING t.id, t.recipient, t.body, t.media, t.location, t.poll, t.reply_to, v.attempts, v.n
      ), t AS (
        INSERT INTO message_timeline (message_id, status, detail)
        SELECT id, $5, CASE WHEN attempts > 1 THEN 'attempt ' || attempts END FROM m ORDER BY n
      )
-     SELECT c.*, m.id AS m_id, m.attempts, m.recipient, m.body, m.media, m.location
-       FROM m LEFT JOIN connections c ON c.id = $3
+     SELECT c.*, m.id AS m_id, m.attempts, m.recipient, m.body, m.media, m.location, m.poll,
+            CASE WHEN q.id IS NOT NULL THEN jsonb_build_object('id', q.id, 'direction', q.direction, 'recipient', q.recipient,
+                                                               'sender', q.sender, 'provider_message_id', q.provider_message_id) END AS quoted
+       FROM m LEFT JOIN connections c ON c.id = $3 LEFT JOIN messages q ON q.id = m.reply_to
       ORDER BY m.n`,
     [claims.map((c) => c.messageId), claims.map((c) => c.attempts), connectionId, sourcesOf("markSubmitting"), targetOf("markSubmitting")],
   );

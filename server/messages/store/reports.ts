@@ -9,7 +9,7 @@ import type { DomainEvent } from "../../events/entities.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
 import { newId } from "../../ids.js";
 import { usageIncrementSql, usageShard } from "../../workspace/usage.js";
-import type { Message } from "../entities.js";
+import { NO_CONVERSATION, type Message } from "../entities.js";
 import { transition } from "../status.js";
 import { messageView } from "../view.js";
 import { json } from "./accept.js";
@@ -111,7 +111,8 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
     status: "delivered",
     recipient: event.group !== undefined ? { group: event.group } : (connection.phone ?? event.to ?? "unknown"),
     sender: event.from,
-    metadata: null,
+    // The sender's LID beside the number it was reported by (the network's own address of them).
+    metadata: event.from_lid && event.from_lid !== event.from ? { from_lid: event.from_lid } : null,
   });
 
   const received = buildEvent(
@@ -125,8 +126,8 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
     em,
     `WITH m AS (
        INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient, sender, body, media, location,
-                             provider_message_id, created_at, updated_at)
-       VALUES ($1, $2, $3, 'inbound', 'delivered', $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $10)
+                             provider_message_id, created_at, updated_at, metadata)
+       VALUES ($1, $2, $3, 'inbound', 'delivered', $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $10, ${startsAi ? "$20" : "$19"}::jsonb)
      ), t AS (
        INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, 'delivered', $11, 'received from the network')
      ), u AS (
@@ -141,6 +142,7 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
       json(message.media), json(message.location), message.providerMessageId, now, new Date(event.timestamp), usageShard(),
       ...eventParams(received),
       ...(startsAi ? [aiDebounceMs] : []),
+      json(message.metadata),
     ],
   );
   return { message, aiDueAt: written?.ai_due_at ?? null };
@@ -217,6 +219,7 @@ function reportedMessage(
     errorCode: null,
     errorMessage: null,
     scheduleId: null,
+    ...NO_CONVERSATION,
     createdAt: now,
     updatedAt: now,
   };

@@ -22,6 +22,13 @@ export function messageFromRow(r: Record<string, unknown>): Message {
     errorCode: (r.error_code as string | null) ?? null,
     errorMessage: (r.error_message as string | null) ?? null,
     scheduleId: (r.schedule_id as string | null) ?? null,
+    replyTo: (r.reply_to as string | null) ?? null,
+    reactions: (r.reactions as Message["reactions"]) ?? null,
+    editedAt: (r.edited_at as Date | null) ?? null,
+    revokedAt: (r.revoked_at as Date | null) ?? null,
+    readAt: (r.read_at as Date | null) ?? null,
+    poll: (r.poll as Message["poll"]) ?? null,
+    pollVotes: (r.poll_votes as Message["pollVotes"]) ?? null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };
