@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { expectOk } from "../sdk/src/index.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 import { testEnv } from "./setup.js";
+import { mcpClient } from "./support/mcp.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -338,5 +339,32 @@ describe("groups: cached metadata and events (sandbox)", () => {
     expect((await eventsOf("group.updated")).filter((d) => (d.group as { id: string }).id === made.id).map((d) => d.changed)).to.deep.equal([["description"]]);
     const left = (await eventsOf("group.participants")).filter((d) => (d.group as { id: string }).id === made.id);
     expect(left.map((d) => d.changes)).to.deep.equal([[{ phone: linked, lid: null, change: "left" }]]);
+  });
+});
+
+describe("groups on the tool endpoint (MCP)", () => {
+  it("lists a connection's groups and reads one with list_groups and get_group; an unknown group is an error", async () => {
+    const ws = await newWorkspace("pro");
+    const setup = await ws.key([...SCOPES]);
+    const slug = `mcp-grp-${randomBytes(3).toString("hex")}`;
+    const phone = uniquePhone("+1556");
+    const connectionId = (await pairConnection(setup.client, slug, phone)).id;
+    const made = await sandbox("POST", "/groups", { phone, role: "admin", subject: "Assistants", members: [{ phone: uniquePhone() }] });
+    await reported(connectionId);
+    const client = await mcpClient((await ws.key(["mcp:read"])).key, "2026-07-28");
+    try {
+      const list = await client.callTool({ name: "list_groups", arguments: { connection: slug } });
+      expect(list.isError ?? false).to.equal(false);
+      expect((list.structuredContent as { data: { id: string; subject: string; own_role: string }[] }).data).to.deep.include.members([
+        { id: made.json.id, object: "group", subject: "Assistants", size: 2, own_role: "admin", created_at: new Date(made.json.createdAt as string).toISOString() },
+      ]);
+      const one = await client.callTool({ name: "get_group", arguments: { connection: slug, group: made.json.id } });
+      expect(one.structuredContent).to.deep.include({ id: made.json.id, subject: "Assistants", size: 2, announce: false, locked: false });
+      expect((one.structuredContent as { participants: unknown[] }).participants).to.have.length(2);
+      const missing = await client.callTool({ name: "get_group", arguments: { connection: slug, group: "120363999999999998@g.us" } });
+      expect(missing.isError).to.equal(true);
+    } finally {
+      await client.close();
+    }
   });
 });
