@@ -63,16 +63,77 @@ export type ConnectionCreated = z.infer<typeof ConnectionCreated>;
 export const ConnectionList = list(Connection);
 export type ConnectionList = z.infer<typeof ConnectionList>;
 
-export const PairingGrant = z.object({ grant_id: z.string(), expires_at: Timestamp });
+/** How a phone links: by scanning a QR code, or by typing a code shown for its number. */
+export const PAIRING_METHODS = ["qr", "code"] as const;
+export const PairingMethod = z.enum(PAIRING_METHODS);
+export type PairingMethod = z.infer<typeof PairingMethod>;
+
+/** The number that will type the pairing code, in international form: `+`, then 7-15 digits. */
+export const PairingPhone = chars(8, 16).regex(/^\+[1-9][0-9]{6,14}$/, { message: "must be a phone number in international form: + and 7-15 digits" });
+
+export const PairBody = z
+  .object({
+    method: PairingMethod.default("qr").describe("`qr` (the default) or `code`: a code the phone types under Link with phone number"),
+    phone: PairingPhone.optional().describe("With `code`: the number that will type the code (required then; refused with `qr`)"),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.method === "code" && b.phone === undefined) ctx.addIssue({ code: "custom", path: ["phone"], message: "is required with method code" });
+    if (b.method === "qr" && b.phone !== undefined) ctx.addIssue({ code: "custom", path: ["phone"], message: "is only accepted with method code" });
+  });
+export type PairBody = z.infer<typeof PairBody>;
+
+export const PairingGrant = z.object({ grant_id: z.string(), method: PairingMethod, expires_at: Timestamp });
 export type PairingGrant = z.infer<typeof PairingGrant>;
 
 export const PairingPayload = z.object({
   grant_id: z.string(),
+  method: z.literal("qr"),
   payload: z.string().describe("The pairing credential: whoever scans it links their device to the number"),
   qr_svg: z.string().describe("The payload as a QR code, an SVG data URL (`data:image/svg+xml;base64,…`)"),
   expires_at: Timestamp,
 });
 export type PairingPayload = z.infer<typeof PairingPayload>;
+
+export const PairingCode = z.object({
+  grant_id: z.string(),
+  method: z.literal("code"),
+  code: z.string().describe("The pairing code (`ABCD-EFGH`) to type on the phone whose number the pair named; a credential like the QR payload"),
+  expires_at: Timestamp,
+});
+export type PairingCode = z.infer<typeof PairingCode>;
+
+/** What a redeemed grant shows: the QR, or the code, as the pair asked. */
+export const Pairing = z.discriminatedUnion("method", [PairingPayload, PairingCode]);
+export type Pairing = z.infer<typeof Pairing>;
+
+/** Schemes a connection's proxy may use: SOCKS (5, 5 with remote DNS, 4) or an HTTP CONNECT proxy. */
+export const PROXY_SCHEMES = ["socks5:", "socks5h:", "socks4:", "http:", "https:"] as const;
+
+/** A proxy URL: `socks5://[user:password@]host:port` or `http(s)://[user:password@]host:port`, nothing after the port. */
+export const ProxyUrl = chars(1, 2048).superRefine((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return void ctx.addIssue({ code: "custom", message: "must be a URL such as socks5://host:1080 or http://host:3128" });
+  }
+  if (!(PROXY_SCHEMES as readonly string[]).includes(url.protocol)) ctx.addIssue({ code: "custom", message: `scheme must be one of ${PROXY_SCHEMES.map((s) => s.slice(0, -1)).join(", ")}` });
+  else if (!url.hostname) ctx.addIssue({ code: "custom", message: "must name the proxy's host" });
+  else if ((url.pathname !== "" && url.pathname !== "/") || url.search || url.hash) ctx.addIssue({ code: "custom", message: "must end at the host and port (no path, query or fragment)" });
+});
+
+export const ConnectionSettingsBody = z
+  .object({
+    proxy_url: ProxyUrl.nullable().describe("The proxy the connection's socket goes through; null: the gateway's default (BAILEYS_PROXY_URL), or none"),
+  })
+  .strict();
+export type ConnectionSettingsBody = z.infer<typeof ConnectionSettingsBody>;
+
+export const ConnectionSettings = z.object({
+  proxy_url: z.string().nullable().describe("The proxy URL with its password masked (`socks5://user:****@host:1080`); null when none is set"),
+});
+export type ConnectionSettings = z.infer<typeof ConnectionSettings>;
 
 // A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
 // a session may change connections when its role may grant connections:write.
@@ -132,19 +193,31 @@ export const connections = c.router(
       method: "POST",
       path: "/v1/connections/:connection/pair",
       summary: "Open a pairing grant",
-      description: "Short-lived, single-use grant; redeem it at the QR route. 409 unless the state is created, pairing or disconnected.",
+      description:
+        "Short-lived, single-use grant; redeem it at the QR route. No body (or `method: qr`): the route shows a QR code; `{\"method\": \"code\", \"phone\": \"+15550001111\"}`: it shows a code to type on that phone. 409 unless the state is created, pairing or disconnected.",
       pathParams: ConnectionParams,
-      body: c.noBody(),
+      body: PairBody,
       responses: { 200: PairingGrant, ...problems(400, 401, 403, 404, 409, 429, 503) },
       metadata: write,
     },
     qr: {
       method: "GET",
       path: "/v1/connections/:connection/qr/:grantId",
-      summary: "Redeem a pairing grant for its QR payload",
-      description: "Single use: a redeemed or expired grant no longer exists (404). Treat the payload as a credential.",
+      summary: "Redeem a pairing grant for its QR payload or pairing code",
+      description: "Single use: a redeemed or expired grant no longer exists (404). `method` says which the grant shows: a QR payload or a pairing code. Treat either as a credential.",
       pathParams: GrantParams,
-      responses: { 200: PairingPayload, ...problems(400, 401, 403, 404, 429) },
+      responses: { 200: Pairing, ...problems(400, 401, 403, 404, 429) },
+      metadata: write,
+    },
+    settings: {
+      method: "PUT",
+      path: "/v1/connections/:connection/settings",
+      summary: "Change a connection's settings (extension)",
+      description:
+        "The proxy its engine's socket goes through (a secret: stored sealed, answered masked). It applies when the socket next opens: at pairing, resume or a reconnect (suspend and resume to apply it at once). Engines without sockets (the sandbox) keep it and ignore it.",
+      pathParams: ConnectionParams,
+      body: ConnectionSettingsBody,
+      responses: { 200: ConnectionSettings, ...problems(400, 401, 403, 404, 429) },
       metadata: write,
     },
     suspend: {

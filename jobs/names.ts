@@ -11,6 +11,7 @@ export const WEBHOOK_PRUNE_JOB = "webhooks.prune";
 export const IDEMPOTENCY_PRUNE_JOB = "idempotency.prune";
 export const OAUTH_PRUNE_JOB = "oauth.prune";
 export const RATE_LIMIT_PRUNE_JOB = "rate-limits.prune";
+export const EVENTS_PRUNE_JOB = "events.prune";
 /** An AI run of one (connection, contact), at its debounce row's due time (server/ai/runs.ts). */
 export const AI_RUN_JOB = "ai.run";
 /** Finds debounce rows whose job was lost and runs whose process died. */

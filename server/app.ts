@@ -14,6 +14,7 @@ import { ApiError, errorMiddleware, sendProblem, zodFieldErrors } from "./http/e
 import { JSON_TYPES, jsonBody, MAX_BODY_BYTES, refuseOversizedBodies } from "./http/json-body.js";
 import { checkInput, refuseRepeatedHeaders } from "./http/input-check.js";
 import { requestContext } from "./http/request-context.js";
+import { eventsRouter } from "./events/handlers.js";
 import { EVENT_STREAM_PATH, eventStream } from "./events/stream.js";
 import { mcpEdge, resourceMetadataUrl } from "./mcp/endpoint.js";
 import { mcpRouter } from "./mcp/handlers.js";
@@ -61,8 +62,8 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
   app.use(mcpEdge(ctx));
   const oauthRequests = new RequestSigner(ctx.config.secretKey);
   app.use(oauthMetadataRouter(ctx.config));
-  // The dashboard's live event monitor: a stream, so beside the contract (docs/decisions.md).
-  app.get(EVENT_STREAM_PATH, eventStream(ctx.db, ctx.eventFeed));
+  // The live event stream (the dashboard's monitor, or a key's consumer): beside the contract (docs/decisions.md).
+  app.get(EVENT_STREAM_PATH, eventStream(ctx.db, ctx.eventFeed, { keyCache: ctx.keyCache }));
 
   // Built on the first request for it, not at start: the generator (@ts-rest/open-api,
   // zod-to-json-schema) and the document are a sizeable part of an idle gateway's memory.
@@ -80,6 +81,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     groups: groupsRouter(ctx),
     schedules: schedulesRouter(ctx),
     webhooks: webhooksRouter(ctx),
+    events: eventsRouter(ctx),
     ai: aiRouter(ctx),
     workspace: workspaceRouter(ctx),
     team: teamRouter(ctx),

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { ENGINE_NAMES, type EngineName } from "../contract/connections.js";
+import { ENGINE_NAMES, ProxyUrl, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
 
@@ -73,6 +73,26 @@ const Env = z.object({
     .string()
     .regex(/^\d{1,4}\.\d{1,6}\.\d{1,12}$/, "must be major.minor.revision, e.g. 2.3000.1043857760")
     .optional(),
+  /** Baileys engine: milliseconds between two messages of one connection, `min-max`, each gap drawn between them. */
+  BAILEYS_PACE_MS: z
+    .string()
+    .regex(/^\d{1,6}-\d{1,6}$/, "must be min-max in milliseconds, e.g. 2000-5000")
+    .refine((v) => Number(v.split("-")[0]) <= Number(v.split("-")[1]), "min must not exceed max")
+    .default("2000-5000"),
+  /** Baileys engine: the proxy every connection's socket goes through unless it sets its own (socks5://, http://). */
+  BAILEYS_PROXY_URL: ProxyUrl.optional(),
+  /** NATS server whose JetStream gets every event (docs/events.md), e.g. nats://127.0.0.1:4222. Unset: no publishing there. */
+  EVENTS_NATS_URL: z.string().min(1).optional(),
+  /** The JetStream stream, created if missing with the subjects `<EVENTS_SUBJECT_PREFIX>.>`. */
+  EVENTS_NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and - (1-64)").default("SVC_EVENTS"),
+  /** RabbitMQ (AMQP 0-9-1) broker that gets every event, e.g. amqp://guest:guest@127.0.0.1:5672. Unset: no publishing there. */
+  EVENTS_AMQP_URL: z.string().min(1).optional(),
+  /** The durable topic exchange events are published to. */
+  EVENTS_AMQP_EXCHANGE: z.string().regex(/^[A-Za-z0-9_.:-]{1,127}$/, "letters, digits, _ . : and - (1-127)").default("svc.events"),
+  /** The first tokens of every subject and routing key: `<prefix>.<workspace id>.<connection slug>.<type>`. */
+  EVENTS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, "dot-separated tokens of letters, digits, _ and -").default("svc.events"),
+  /** How long recorded events are kept for GET /v1/events (and the brokers' catch-up), days. */
+  EVENTS_RETENTION_DAYS: z.coerce.number().int().min(3).max(3650).default(30),
 });
 
 export interface Config {
@@ -111,9 +131,20 @@ export interface Config {
   dispatch: { ratePerConnection: number; lockSeconds: number; enabled: boolean };
   /** The sandbox engine and its control API exist only outside production. */
   sandboxEnabled: boolean;
-  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined };
+  baileys: { leaseSeconds: number; socketModule: string | undefined; waVersion: string | undefined; proxyUrl: string | undefined; pace: { minMs: number; maxMs: number } };
   /** MEDIA_MAX_BYTES: the largest media the media route streams. */
   mediaMaxBytes: number;
+  /** Publishing the event outbox to the operator's brokers, and how long events are kept (docs/events.md). */
+  events: EventsConfig;
+}
+
+export interface EventsConfig {
+  natsUrl: string | undefined;
+  natsStream: string;
+  amqpUrl: string | undefined;
+  amqpExchange: string;
+  subjectPrefix: string;
+  retentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -176,8 +207,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     dispatch: { ratePerConnection: e.DISPATCH_RATE_PER_CONNECTION, lockSeconds: e.DISPATCH_LOCK_SECONDS, enabled: e.DISPATCHER === "on" },
     sandboxEnabled: !production,
-    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION },
+    baileys: { leaseSeconds: e.BAILEYS_LEASE_SECONDS, socketModule: e.BAILEYS_SOCKET_MODULE ? resolve(e.BAILEYS_SOCKET_MODULE) : undefined, waVersion: e.BAILEYS_WA_VERSION, proxyUrl: e.BAILEYS_PROXY_URL, pace: { minMs: Number(e.BAILEYS_PACE_MS.split("-")[0]), maxMs: Number(e.BAILEYS_PACE_MS.split("-")[1]) } },
     mediaMaxBytes: e.MEDIA_MAX_BYTES,
+    events: {
+      natsUrl: e.EVENTS_NATS_URL,
+      natsStream: e.EVENTS_NATS_STREAM,
+      amqpUrl: e.EVENTS_AMQP_URL,
+      amqpExchange: e.EVENTS_AMQP_EXCHANGE,
+      subjectPrefix: e.EVENTS_SUBJECT_PREFIX,
+      retentionDays: e.EVENTS_RETENTION_DAYS,
+    },
   };
 }
 

@@ -11,6 +11,7 @@ import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
 import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { EventFeed } from "./events/stream.js";
+import { createEventSinks, type EventSinks } from "./events/sinks/index.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ensureWebBuild } from "./web/build.js";
 import { createMailer } from "./mail/mailer.js";
@@ -24,6 +25,8 @@ import { rows } from "./db/rows.js";
 export interface Gateway {
   ctx: AppContext;
   database: Database;
+  /** The brokers' sinks of the event outbox (none unless EVENTS_NATS_URL / EVENTS_AMQP_URL). */
+  eventSinks: EventSinks;
   server: Server;
   /** Where the HTTP server listens, e.g. http://127.0.0.1:3000 */
   url: string;
@@ -92,6 +95,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         socketModule: config.baileys.socketModule,
         waVersion: config.baileys.waVersion,
         spoolDir: join(config.dataDir, "baileys-reports"),
+        defaultProxyUrl: config.baileys.proxyUrl,
+        pace: config.baileys.pace,
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
@@ -126,6 +131,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   if (config.dispatch.enabled) ctx.dispatcher.start();
   ctx.services.webhookFanout.start();
   ctx.services.webhookDeliverer.start();
+  const eventSinks = createEventSinks(ctx);
+  eventSinks.start();
 
   let stopping = false;
   handler = createApp(ctx, {
@@ -148,6 +155,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   return {
     ctx,
     database,
+    eventSinks,
     server,
     url,
     /** Stops accepting, finishes requests and jobs in flight, then closes the database. */
@@ -165,6 +173,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await ctx.dispatcher.stop();
       await ctx.services.webhookFanout.stop();
       await ctx.services.webhookDeliverer.stop();
+      await eventSinks.stop();
       await jobs.stop();
       await keyCache.stop();
       mailer.close();

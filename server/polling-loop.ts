@@ -1,6 +1,6 @@
 // The claim / idle / wake loop shared by the pollers that drain a table (dispatch queue, sandbox
-// callbacks, event fan-out, webhook deliveries). Each turn runs `tick`, which does a batch of work
-// and answers how much; after a batch that was not full the loop waits `idleMs` before the next
+// callbacks, event fan-out, webhook deliveries, the brokers' event sinks). Each turn runs `tick`,
+// which does a batch of work and answers how much; after a batch that was not full the loop waits `idleMs` before the next
 // turn, unless `wake()` ends the wait early (this process just made work). A full batch is
 // followed at once by the next, since more is likely waiting. Failed turns back off (doubling up
 // to MAX_BACKOFF_MS) so that an outage is not hammered, and the loop resumes by itself after it.
@@ -20,7 +20,15 @@ export interface PollingLoopOptions {
   logger: Logger;
   /** Logged with the error of a failed tick (the loop then idles and goes on). */
   errorMessage: string;
+  /** Longest wait between failed turns; default MAX_BACKOFF_MS. */
+  maxBackoffMs?: number;
+  /** Errors that mean a dependency is away (logged once when an outage starts); default: the database's. */
+  outage?: { is: (err: unknown) => boolean; reason: (err: unknown) => string; what: string };
+  /** Called with the error of every failed tick. */
+  onFailure?: (err: unknown) => void;
 }
+
+const DATABASE_OUTAGE = { is: isDatabaseUnavailable, reason: unavailableReason, what: "database" };
 
 export class PollingLoop {
   private isRunning = false;
@@ -54,6 +62,8 @@ export class PollingLoop {
 
   private async run(): Promise<void> {
     const { tick, full, logger, errorMessage, idleMs } = this.options;
+    const outage = this.options.outage ?? DATABASE_OUTAGE;
+    const maxBackoffMs = this.options.maxBackoffMs ?? MAX_BACKOFF_MS;
     let failures = 0;
     while (this.isRunning) {
       let done = 0;
@@ -63,13 +73,14 @@ export class PollingLoop {
         failures = 0;
       } catch (err) {
         failures++;
+        this.options.onFailure?.(err);
         // Once stopping, a tick may fail because the shutdown closes what it uses: not worth a log
         // line. An outage is logged once when it starts, not on every turn it lasts.
         if (!this.isRunning) break;
-        if (!isDatabaseUnavailable(err)) logger.error({ err }, errorMessage);
-        else if (failures === 1) logger.warn({ reason: unavailableReason(err) }, `${errorMessage}: database unavailable; backing off until it is back`);
+        if (!outage.is(err)) logger.error({ err }, errorMessage);
+        else if (failures === 1) logger.warn({ reason: outage.reason(err) }, `${errorMessage}: ${outage.what} unavailable; backing off until it is back`);
       }
-      if (failures > 0) await this.idle(Math.max(idleMs, backoffMs(failures, idleMs, MAX_BACKOFF_MS)));
+      if (failures > 0) await this.idle(Math.max(idleMs, backoffMs(failures, idleMs, maxBackoffMs)));
       else if (!full(done) && this.isRunning) await this.idle(idleMs);
     }
   }

@@ -12,6 +12,7 @@ import { standIn } from "./support/baileys-stand-in.js";
 import { liveSocket, pairBaileys } from "./support/baileys.js";
 import { uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
+import { NUMBER_CHECK_GAP_MS } from "../server/engines/baileys/number-checks.js";
 import { CHECK_TIMEOUT_MS, reconnectDelay, RECONNECT_BASE_MS, RECONNECT_MAX_MS } from "../server/engines/baileys/session.js";
 import { fetchMedia } from "../server/engines/baileys/media.js";
 import { parseAllowList } from "../server/webhooks/address-policy.js";
@@ -92,8 +93,31 @@ describe("Baileys connection life (stand-in socket)", function () {
     expect(await expectOk(client.messages.checkNumber({ query: { connection: slug, phone: off } }))).to.deep.include({ checked: true, on_network: false });
     standIn.world.hangChecks = true;
     const started = Date.now();
-    expect(await expectOk(client.messages.checkNumber({ query: { connection: slug, phone: on } }))).to.deep.include({ checked: false, on_network: null });
+    // A number not checked before (the two above are remembered).
+    expect(await expectOk(client.messages.checkNumber({ query: { connection: slug, phone: uniquePhone("+1559") } }))).to.deep.include({ checked: false, on_network: null });
     expect(Date.now() - started).to.be.at.least(CHECK_TIMEOUT_MS - 100);
+  });
+
+  it("remembers a number check a day, and asks the network at most once a second", async () => {
+    const slug = slugOf("bly-check-cache");
+    const { connection } = await pairBaileys(client, slug, uniquePhone("+1558"));
+    const socket = await liveSocket(connection.id);
+    const lookups = () => socket.calls.filter((c) => c.method === "onWhatsApp").length;
+    const phone = uniquePhone("+1559");
+    const check = (p: string) => expectOk(client.messages.checkNumber({ query: { connection: slug, phone: p } }));
+    expect(await check(phone)).to.deep.include({ checked: true, on_network: true });
+    expect(await check(phone)).to.deep.include({ checked: true, on_network: true });
+    expect(lookups(), "the second answer came from the cache").to.equal(1);
+    // A day later the network is asked again.
+    await testEnv().gateway.ctx.db.query(`UPDATE baileys_number_checks SET checked_at = now() - interval '24 hours 1 second' WHERE connection_id = $1`, [connection.id]);
+    expect(await check(phone)).to.deep.include({ checked: true, on_network: true });
+    expect(lookups()).to.equal(2);
+    // Three new numbers at once: the lookups take turns, at least NUMBER_CHECK_GAP_MS apart.
+    const started = Date.now();
+    const answers = await Promise.all([uniquePhone("+1559"), uniquePhone("+1559"), uniquePhone("+1559")].map(check));
+    expect(answers.every((a) => a.checked)).to.equal(true);
+    expect(lookups()).to.equal(5);
+    expect(Date.now() - started).to.be.at.least(2 * NUMBER_CHECK_GAP_MS - 50);
   });
 
   it("exposes engine metrics by engine name only", async () => {

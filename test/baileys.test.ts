@@ -11,7 +11,7 @@ import { testEnv } from "./setup.js";
 import { newWorkspace, type Client } from "./support/actors.js";
 import { standIn, type StandInSocket } from "./support/baileys-stand-in.js";
 import { baileysEngine, createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
-import { uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { codeOf, qrOf, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 import { MAX_QR_ROTATIONS } from "../server/engines/baileys/session.js";
 import { networkMessageId } from "../server/engines/baileys/translate.js";
@@ -45,7 +45,7 @@ describe("Baileys engine (stand-in socket)", function () {
       standIn.world.qrIntervalMs = 150;
       const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
       const socket = await liveSocket(created.id, (s) => s.qrs.length >= 2);
-      const qr = await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
       // The rotation went on after the grant opened: the redeemed payload is a later QR than the first.
       expect(qr.payload).to.match(/^standin-qr:/);
       expect(socket.qrs.indexOf(qr.payload)).to.be.greaterThan(0);
@@ -60,6 +60,29 @@ describe("Baileys engine (stand-in socket)", function () {
       const sockets = standIn.socketsOf(created.id);
       expect(sockets).to.have.length(2);
       expect(sockets[1]!.qrs).to.have.length(0);
+    });
+
+    it("pairs by phone-number code: asks the library for a code per QR rotation, shows the newest, links the phone that types it", async () => {
+      const slug = slugOf("bly-code");
+      const created = await createBaileysConnection(client, slug);
+      standIn.world.qrIntervalMs = 150;
+      const phone = uniquePhone("+1558");
+      const grant = await expectOk(client.connections.pair({ params: { connection: slug }, body: { method: "code", phone } }));
+      expect(grant.method).to.equal("code");
+      const socket = await liveSocket(created.id, (s) => s.pairingCodes.length >= 2);
+      const { code } = codeOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
+      // The library was asked for the number's digits, once per QR it rotated to.
+      const asked = socket.calls.filter((c) => c.method === "requestPairingCode");
+      expect(asked.length).to.be.at.least(2);
+      for (const call of asked) expect(call.args).to.deep.equal([phone.slice(1)]);
+      const issued = socket.pairingCodes.map((c) => `${c.code.slice(0, 4)}-${c.code.slice(4)}`);
+      expect(issued.indexOf(code), "the redeemed code is a refreshed one").to.be.greaterThan(0);
+      expect(socket.qrs.length).to.be.at.least(2);
+      // Typed on the phone as the socket's newest code: the connection links as that number.
+      const newest = socket.pairingCodes.at(-1)!.code;
+      expect(socket.enterCode(newest, uniquePhone("+1559"), uniqueLid()), "another phone").to.equal(false);
+      expect(socket.enterCode(newest, phone, uniqueLid())).to.equal(true);
+      expect((await waitForConnection(client, slug, (c) => c.state === "connected")).phone).to.equal(phone);
     });
 
     it(`closes the socket after ${MAX_QR_ROTATIONS} unscanned QRs and leaves the connection pairable`, async () => {
@@ -170,6 +193,21 @@ describe("Baileys engine (stand-in socket)", function () {
       socket.emit("messages.update", [{ key: { remoteJid: "x@s.whatsapp.net", fromMe: true, id: f.provider_message_id }, update: { status: 0 } }]);
       const failed = await waitFor(() => expectOk(client.messages.get({ params: { id: f.id } })), (x) => x.status === "failed");
       expect(failed.error!.code).to.equal("network_error");
+    });
+
+    it("keeps the network's code of an error ack (463, 479) as the library passes it on", async () => {
+      for (const [code, meaning] of [
+        ["463", /account is restricted/],
+        ["479", /invalid/],
+        ["999", /error 999\.$/],
+      ] as const) {
+        const m = await sendAndWait({ to: uniquePhone("+1559"), body: `refused ${code}` });
+        // The library's shape (messages-recv.js, an ack with an error attribute).
+        socket.emit("messages.update", [{ key: { remoteJid: "x@s.whatsapp.net", fromMe: true, id: m.provider_message_id }, update: { status: 0, messageStubParameters: [code] } }]);
+        const failed = await waitFor(() => expectOk(client.messages.get({ params: { id: m.id } })), (x) => x.status === "failed");
+        expect(failed.error!.code).to.equal(`network_${code}`);
+        expect(failed.error!.message).to.match(meaning);
+      }
     });
 
     it("does not write a message twice when its hand-off is repeated", async () => {

@@ -7,7 +7,7 @@ import type { DataSource } from "typeorm";
 import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
-import { pairConnection, sandbox, scan, uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { codeOf, pairConnection, qrOf, sandbox, scan, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
 const db = (): DataSource => testEnv().gateway.ctx.db;
@@ -144,7 +144,7 @@ describe("connections", () => {
       expect(ttl).to.be.within(50_000, 61_000);
       expect((await expectOk(client.connections.get({ params: { connection: "qr-code" } }))).state).to.equal("pairing");
 
-      const qr = await expectOk(client.connections.qr({ params: { connection: "qr-code", grantId: grant.grant_id } }));
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: "qr-code", grantId: grant.grant_id } })));
       expect(qr.grant_id).to.equal(grant.grant_id);
       expect(qr.payload).to.match(/^svc-sandbox-pair:/);
       expect(qr.qr_svg).to.match(/^data:image\/svg\+xml;base64,/);
@@ -174,7 +174,7 @@ describe("connections", () => {
       const first = await expectOk(client.connections.pair({ params: { connection: "regrant" } }));
       const second = await expectOk(client.connections.pair({ params: { connection: "regrant" } }));
       expect((await client.connections.qr({ params: { connection: "regrant", grantId: first.grant_id } })).status).to.equal(404);
-      const qr = await expectOk(client.connections.qr({ params: { connection: "regrant", grantId: second.grant_id } }));
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: "regrant", grantId: second.grant_id } })));
       const phone = uniquePhone();
       await scan(qr.payload, phone);
       const connected = await waitForConnection(client, "regrant", (c) => c.state === "connected");
@@ -192,6 +192,70 @@ describe("connections", () => {
       expect((again.body as { code: string }).code).to.equal("invalid_state");
       // a scanned payload cannot link twice
       expect((await sandbox("POST", "/scan", { payload: "svc-sandbox-pair:unknown", phone })).status).to.equal(404);
+    });
+
+    it("pairs by phone-number code: the grant shows a code, single use, that links only when typed on that phone", async () => {
+      const { client } = await keyed();
+      await expectOk(client.connections.create({ body: { slug: "by-code" } }));
+      const phone = uniquePhone();
+      const grant = await expectOk(client.connections.pair({ params: { connection: "by-code" }, body: { method: "code", phone } }));
+      expect(grant.method).to.equal("code");
+      const [row] = (await db().query(`SELECT payload_sealed, method FROM pairing_grants WHERE id = $1`, [grant.grant_id])) as { payload_sealed: string; method: string }[];
+      expect(row!.method).to.equal("code");
+      expect(row!.payload_sealed).to.match(/^v1\./);
+      const redeemed = await client.connections.qr({ params: { connection: "by-code", grantId: grant.grant_id } });
+      expect(redeemed.headers.get("cache-control")).to.equal("no-store");
+      const { code } = codeOf(await expectOk(Promise.resolve(redeemed)));
+      expect(code).to.match(/^[1-9A-HJ-NP-TV-Z]{4}-[1-9A-HJ-NP-TV-Z]{4}$/);
+      expect(redeemed.body).to.not.have.any.keys("payload", "qr_svg");
+      expect((await client.connections.qr({ params: { connection: "by-code", grantId: grant.grant_id } })).status).to.equal(404);
+      // Typed on another phone, the code links nothing; on the phone it was asked for, it links.
+      expect((await sandbox("POST", "/enter-code", { code, phone: uniquePhone() })).status).to.equal(404);
+      expect((await expectOk(client.connections.get({ params: { connection: "by-code" } }))).state).to.equal("pairing");
+      expect((await sandbox("POST", "/enter-code", { code: code.toLowerCase().replace("-", ""), phone })).status).to.equal(200);
+      const connected = await waitForConnection(client, "by-code", (c) => c.state === "connected");
+      expect(connected.phone).to.equal(phone);
+      expect((await sandbox("POST", "/enter-code", { code, phone })).status, "a code links once").to.equal(404);
+    });
+
+    it("takes method qr explicitly, and a new grant replaces a code with a QR", async () => {
+      const { client } = await keyed();
+      await expectOk(client.connections.create({ body: { slug: "code-then-qr" } }));
+      const phone = uniquePhone();
+      const first = await expectOk(client.connections.pair({ params: { connection: "code-then-qr" }, body: { method: "code", phone } }));
+      const { code } = codeOf(await expectOk(client.connections.qr({ params: { connection: "code-then-qr", grantId: first.grant_id } })));
+      const second = await expectOk(client.connections.pair({ params: { connection: "code-then-qr" }, body: { method: "qr" } }));
+      expect(second.method).to.equal("qr");
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: "code-then-qr", grantId: second.grant_id } })));
+      expect((await sandbox("POST", "/enter-code", { code, phone })).status, "the replaced code no longer links").to.equal(404);
+      await scan(qr.payload, phone);
+      expect((await waitForConnection(client, "code-then-qr", (c) => c.state === "connected")).phone).to.equal(phone);
+    });
+
+    it("refuses a bad pairing body with 400 and changes nothing", async () => {
+      const { client } = await keyed();
+      await expectOk(client.connections.create({ body: { slug: "bad-pair" } }));
+      const pair = (body: unknown) => client.connections.pair({ params: { connection: "bad-pair" }, body: body as { method: "code" } });
+      const refused: [unknown, string][] = [
+        [{ method: "code" }, "body.phone"],
+        [{ method: "qr", phone: "+15550001111" }, "body.phone"],
+        [{ method: "sms", phone: "+15550001111" }, "body.method"],
+        [{ method: "code", phone: "15550001111" }, "body.phone"],
+        // 6 digits: one too few; 16: one too many
+        [{ method: "code", phone: "+123456" }, "body.phone"],
+        [{ method: "code", phone: "+1234567890123456" }, "body.phone"],
+        [{ method: "code", phone: "+15550001111", extra: 1 }, "body"],
+      ];
+      for (const [body, path] of refused) {
+        const res = await pair(body);
+        expect(res.status, JSON.stringify(body)).to.equal(400);
+        expect(JSON.stringify(res.body), JSON.stringify(body)).to.include(path);
+      }
+      const [{ n }] = (await db().query(`SELECT count(*)::int AS n FROM pairing_grants g JOIN connections c ON c.id = g.connection_id WHERE c.slug = 'bad-pair'`)) as [{ n: number }];
+      expect(n).to.equal(0);
+      expect((await expectOk(client.connections.get({ params: { connection: "bad-pair" } }))).state).to.equal("created");
+      // The limits' last valid values: 7 and 15 digits.
+      for (const phone of ["+1234567", "+123456789012345"]) expect((await pair({ method: "code", phone })).status, phone).to.equal(200);
     });
 
     it("answers 503 when no engine serves the connection's transport", async () => {
@@ -217,7 +281,7 @@ describe("connections", () => {
       expect((await expectOk(client.connections.get({ params: { connection: "stranded" } }))).transport).to.equal("baileys");
       // The Baileys engine (its socket stand-in in tests) serves it now.
       const grant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
-      const qr = await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: grant.grant_id } }));
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: grant.grant_id } })));
       expect(qr.payload).to.match(/^standin-qr:/);
       // Back to the sandbox while pairing: the open grant is withdrawn, the state is created again.
       const regrant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
@@ -226,7 +290,7 @@ describe("connections", () => {
       expect((await client.connections.qr({ params: { connection: "stranded", grantId: regrant.grant_id } })).status).to.equal(404);
       const phone = uniquePhone();
       const sandboxGrant = await expectOk(client.connections.pair({ params: { connection: "stranded" } }));
-      await scan((await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: sandboxGrant.grant_id } }))).payload, phone);
+      await scan(qrOf(await expectOk(client.connections.qr({ params: { connection: "stranded", grantId: sandboxGrant.grant_id } }))).payload, phone);
       expect((await waitForConnection(client, "stranded", (c) => c.state === "connected")).phone).to.equal(phone);
       // Bad input changes nothing: an unknown engine, another field, no field.
       for (const body of [{ transport: "nope" }, { transport: "baileys", slug: "renamed" }, {}, { transport: "" }]) {

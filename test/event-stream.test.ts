@@ -1,6 +1,7 @@
-// The live event monitor's feed (GET /v1/events/stream): the session's workspace's events as they
-// are recorded, over real HTTP from the outbox in PostgreSQL; never another workspace's, never
-// to a key or to no one. One poller per process serves every open stream (EventFeed).
+// The live event feed (GET /v1/events/stream): the workspace's events as they are recorded, over
+// real HTTP from the outbox in PostgreSQL; never another workspace's, never to a key without
+// webhooks:read or to no one (keys with it: test/events-replay.test.ts). One poller per process
+// serves every open stream (EventFeed).
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
@@ -46,14 +47,17 @@ function record(workspaceId: string, note: string): Promise<string> {
 }
 
 describe("event stream", () => {
-  it("refuses no credential, an API key, and an unknown session cookie", async () => {
+  it("refuses no credential, an API key without webhooks:read, and an unknown session cookie", async () => {
     const none = await http("GET", PATH);
     expect(none.status).to.equal(401);
     expect(none.headers.get("content-type")).to.match(/problem\+json/);
     const ws = await newWorkspace();
-    const { key } = await ws.key(["messages:read", "webhooks:read"]);
+    const { key } = await ws.key(["messages:read", "webhooks:write"]);
     const withKey = await http("GET", PATH, { headers: { authorization: `Bearer ${key}` } });
-    expect(withKey.status).to.equal(401);
+    expect(withKey.status).to.equal(403);
+    expect(withKey.json.code).to.equal("insufficient_scope");
+    const revoked = await http("GET", PATH, { headers: { authorization: "Bearer svc_live_unknown" } });
+    expect(revoked.status).to.equal(401);
     const forged = await http("GET", PATH, { headers: { cookie: "svc_session=not-a-session" } });
     expect(forged.status).to.equal(401);
   });

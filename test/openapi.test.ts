@@ -86,8 +86,11 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   // issue 15: the dashboard's consent page reads and decides a pending authorization request
   ["get", "/v1/oauth/consent"],
   ["post", "/v1/oauth/consent"],
-  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract)
+  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract);
+  // issue 25: keys with webhooks:read too, resumed after Last-Event-ID
   ["get", "/v1/events/stream"],
+  // issue 25: the event log read back from a cursor (product.md, "Event streams and replay")
+  ["get", "/v1/events"],
   // issue 15: the schedules page previews the next five runs before creating
   ["post", "/v1/schedules/preview"],
   // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
@@ -104,6 +107,8 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/connections/{connection}/chats/{chat}/presence"],
   ["get", "/v1/messages/{id}/media"],
   ["post", "/v1/messages/poll"],
+  // product.md, "The real network, as its users meet it": a proxy per connection
+  ["put", "/v1/connections/{connection}/settings"],
   // issue 24: the groups of a connection's number (product.md, "Groups")
   ["get", "/v1/connections/{connection}/groups"],
   ["post", "/v1/connections/{connection}/groups"],

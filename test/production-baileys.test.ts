@@ -14,6 +14,7 @@ import { expect } from "chai";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { STAND_IN_MODULE, testEnv } from "./setup.js";
 import { newWorkspace, signIn } from "./support/actors.js";
+import { qrOf } from "./support/sandbox.js";
 import { buildStandIn, childrenRunDist } from "./support/child-entry.js";
 import { ownDatabase, type OwnDatabase } from "./support/own-database.js";
 import { loadConfig, ConfigError } from "../server/config.js";
@@ -193,7 +194,7 @@ describe("production build, first start with the README's command", function () 
       const created = await expectOk(client.connections.create({ body: { slug: "front-desk" } }));
       expect(created.transport).to.equal("baileys");
       const grant = await expectOk(client.connections.pair({ params: { connection: "front-desk" } }));
-      const qr = await expectOk(client.connections.qr({ params: { connection: "front-desk", grantId: grant.grant_id } }));
+      const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: "front-desk", grantId: grant.grant_id } })));
       appendFileSync(scans, JSON.stringify({ payload: qr.payload, phone: "+15550007777", lid: "123456789012" }) + "\n");
       const linked = await waitFor(() => expectOk(client.connections.get({ params: { connection: "front-desk" } })), (c) => c.state === "connected", 30_000);
       expect(linked).to.include({ phone: "+15550007777", transport: "baileys" });

@@ -128,6 +128,8 @@ async function startEnv(): Promise<TestEnv> {
     MEDIA_MAX_BYTES: String(256 * 1024),
     // The Baileys engine's sockets are the stand-in's (test/support/baileys-stand-in.ts).
     BAILEYS_SOCKET_MODULE: STAND_IN_MODULE,
+    // A Baileys connection's messages 20-50 ms apart instead of 2-5 s (test/pacing.test.ts checks the pace itself).
+    BAILEYS_PACE_MS: "20-50",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...(jobsMongoUrl ? { JOBS_MONGODB_URL: jobsMongoUrl } : {}),
   });

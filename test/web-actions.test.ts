@@ -164,6 +164,38 @@ describe("dashboard: asking, copying, the sandbox's phone", function () {
     expect(errors).to.deep.equal([]);
   });
 
+  it("offers pairing by code beside the QR: the code for the number typed, typed on the simulated phone, links it", async () => {
+    await expectOk(ws.owner.client.connections.create({ body: { slug: "by-code", name: "Code phone" } }));
+    const page = await pageAsOwner();
+    const errors = consoleErrors(page);
+    await page.goto(webUrl() + "/connections");
+    await page.getByRole("button", { name: "Pair by-code" }).click();
+    const panel = page.getByRole("region", { name: "Pairing by-code" });
+    // The QR is the default; the code is the other choice.
+    await panel.getByRole("img", { name: "Pairing QR code for by-code" }).waitFor();
+    expect(await panel.getByRole("radio", { name: "Scan a QR code" }).isChecked()).to.equal(true);
+    await panel.getByRole("radio", { name: "Type a code on the phone" }).check();
+    await panel.getByRole("img", { name: "Pairing QR code for by-code" }).waitFor({ state: "detached" });
+    // A number the API refuses is said so, and nothing links.
+    await panel.getByLabel("Phone number that will link, in international form").fill("12345");
+    await panel.getByRole("button", { name: "Get a pairing code" }).click();
+    await panel.getByRole("alert").waitFor();
+    const phone = uniquePhone("+1555");
+    await panel.getByLabel("Phone number that will link, in international form").fill(phone);
+    await panel.getByRole("button", { name: "Get a pairing code" }).click();
+    const code = panel.getByLabel("Pairing code for by-code", { exact: true });
+    await code.waitFor();
+    expect(await code.textContent()).to.match(/^[1-9A-HJ-NP-TV-Z]{4}-[1-9A-HJ-NP-TV-Z]{4}$/);
+    expect(await panel.getByLabel("Phone number of the simulated phone").inputValue()).to.equal(phone);
+    await expectNarrowAndAccessible(page);
+    await screenshot(page, "connections-pairing-code");
+    await panel.getByRole("button", { name: "Simulate typing the code" }).click();
+    await panel.getByRole("status").filter({ hasText: `Connected as ${phone}` }).waitFor({ timeout: 10_000 });
+    expect(await expectOk(ws.owner.client.connections.get({ params: { connection: "by-code" } }))).to.include({ state: "connected", phone });
+    // The refused number answered 400 to the page: the one console error expected.
+    expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);
+  });
+
   it("offers no simulated phone where no sandbox QR was issued (an engine that is not mounted answers 503)", async () => {
     await expectOk(ws.owner.client.connections.create({ body: { slug: "elsewhere" } }));
     await testEnv().gateway.ctx.db.query(`UPDATE connections SET transport = 'not-mounted' WHERE workspace_id = $1 AND slug = 'elsewhere'`, [ws.id]);

@@ -20,11 +20,14 @@ export { IDEMPOTENCY_HEADER, newIdempotencyKey, requiresIdempotencyKey } from ".
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.js";
 export {
   autoPaginate,
+  eventPages,
+  listAllEvents,
   listAllMessages,
   listAllWebhookDeliveries,
   paginate,
   type AutoPaginateArgs,
   type CursorPage,
+  type EventPagesQuery,
   type ListAllMessagesQuery,
   type ListAllWebhookDeliveriesQuery,
 } from "./pagination.js";

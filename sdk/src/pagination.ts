@@ -2,7 +2,7 @@
 // autoPaginate walks any cursor list of the client; the named helpers cover each one.
 import type { SvcClient } from "./client.js";
 import { expectOk, type AnyResponse, type OkBody } from "./errors.js";
-import type { Message, WebhookDelivery } from "./types.gen.js";
+import type { Event, EventPage, Message, WebhookDelivery } from "./types.gen.js";
 
 export interface CursorPage<T> {
   data: T[];
@@ -62,4 +62,30 @@ export function listAllWebhookDeliveries(
   query: ListAllWebhookDeliveriesQuery = {},
 ): AsyncGenerator<WebhookDelivery, void, undefined> {
   return autoPaginate(client.webhooks.listDeliveries, { params: { id: endpointId }, query });
+}
+
+/** Filters and start of `GET /v1/events`: `after` is a cursor or the id of the last event handled. */
+export type EventPagesQuery = NonNullable<NonNullable<Parameters<SvcClient["events"]["list"]>[0]>["query"]>;
+
+/**
+ * The event log's pages, oldest first, each fetched when the previous one was consumed; ends after
+ * the last page. To catch up again later, start from the id of the last event handled:
+ *
+ *     for await (const page of eventPages(client, { after: lastEventId })) for (const e of page.data) …
+ */
+export async function* eventPages(client: Pick<SvcClient, "events">, query: EventPagesQuery = {}): AsyncGenerator<EventPage, void, undefined> {
+  let after = query.after;
+  for (;;) {
+    const page: EventPage = await expectOk(client.events.list({ query: { ...query, ...(after !== undefined && { after }) } }));
+    yield page;
+    if (page.next_cursor === null) return;
+    // A cursor that does not move would loop forever.
+    if (page.next_cursor === after) throw new Error(`pagination did not advance (cursor ${after})`);
+    after = page.next_cursor;
+  }
+}
+
+/** Every event of the log after `query.after` (all kept, without it), oldest first, across pages. */
+export async function* listAllEvents(client: Pick<SvcClient, "events">, query: EventPagesQuery = {}): AsyncGenerator<Event, void, undefined> {
+  for await (const page of eventPages(client, query)) yield* page.data;
 }

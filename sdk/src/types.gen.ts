@@ -31,6 +31,8 @@ export type Connection = { object: "connection"; id: string; phone: string | nul
 export type ConnectionCreated = { object: "connection"; id: string; phone: string | null; name: string | null; created_at: string; updated_at: string; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; detail: string | null; transport: string; callback_token: string; };
 export type ConnectionList = { data: { object: "connection"; id: string; phone: string | null; name: string | null; created_at: string; updated_at: string; state: "created" | "pairing" | "connected" | "disconnected" | "suspended"; slug: string; detail: string | null; transport: string; }[]; };
 export type ConnectionParams = { connection: string; };
+export type ConnectionSettings = { proxy_url: string | null; };
+export type ConnectionSettingsBody = { proxy_url: string | null; };
 export type ConnectionState = "created" | "pairing" | "connected" | "disconnected" | "suspended";
 export type ConnectionStateEvent = { type: "connection.state"; state: "connected" | "disconnected"; event_id: string; phone?: string | undefined; detail?: string | undefined; still_linked?: boolean | undefined; };
 export type ConsentDecision = { redirect_to: string; };
@@ -50,6 +52,8 @@ export type EditedEvent = { type: "message.edited"; from: string; body: string; 
 export type EngineName = "sandbox" | "baileys";
 export type Environment = "live" | "test";
 export type ErrorInfo = { code: string; message: string; };
+export type Event = { type: string; id: string; connection: string | null; created_at: string; data: { [x: string]: unknown; }; };
+export type EventPage = { data: { type: string; id: string; connection: string | null; created_at: string; data: { [x: string]: unknown; }; }[]; next_cursor: string | null; };
 export type ExportMessagesQuery = { status?: string | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; days?: number | undefined; };
 export type GrantParams = { connection: string; grantId: string; };
 export type Group = { object: "group"; id: string; created_at: string; description: string | null; subject: string; participants: { phone: string | null; role: "admin" | "member" | "superadmin"; lid: string | null; }[]; size: number; own_role: "admin" | "member" | "superadmin" | null; announce: boolean; locked: boolean; };
@@ -74,6 +78,7 @@ export type IssuableScope = "messages:read" | "messages:write" | "connections:re
 export type IssueApiKeyBody = { name: string; scopes: ("messages:read" | "messages:write" | "connections:read" | "connections:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "ai:read" | "ai:write" | "mcp:read" | "mcp:write")[]; environment?: "live" | "test" | undefined; };
 export type ListAiRunsQuery = { connection?: string | undefined; limit?: number | undefined; cursor?: string | undefined; };
 export type ListChatsQuery = { limit?: number | undefined; cursor?: string | undefined; };
+export type ListEventsQuery = { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; };
 export type ListGroupsQuery = { limit?: number | undefined; cursor?: string | undefined; };
 export type ListMessagesQuery = { status?: "scheduled" | "accepted" | "queued" | "submitting" | "submitted" | "sent" | "delivered" | "read" | "failed" | "canceled" | undefined; connection?: string | undefined; direction?: "inbound" | "outbound" | undefined; limit?: number | undefined; cursor?: string | undefined; };
 export type ListSchedulesQuery = { status?: "canceled" | "paused" | "active" | "completed" | undefined; };
@@ -101,8 +106,11 @@ export type MonthlyRecurrence = { type: "monthly"; hour: number; minute: number;
 export type NumberCheck = { phone: string; checked: boolean; on_network: boolean | null; };
 export type NumberCheckQuery = { connection: string; phone: string; };
 export type OAuthError = { error: string; error_description: string; };
-export type PairingGrant = { expires_at: string; grant_id: string; };
-export type PairingPayload = { expires_at: string; grant_id: string; payload: string; qr_svg: string; };
+export type Pairing = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; } | { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingCode = { code: string; expires_at: string; method: "code"; grant_id: string; };
+export type PairingGrant = { expires_at: string; method: "code" | "qr"; grant_id: string; };
+export type PairingMethod = "code" | "qr";
+export type PairingPayload = { expires_at: string; method: "qr"; grant_id: string; payload: string; qr_svg: string; };
 export type ParticipantAction = "add" | "remove" | "promote" | "demote";
 export type ParticipantOutcome = { phone: string; outcome: "added" | "already_member" | "not_on_network" | "invited" | "refused" | "removed" | "promoted" | "demoted" | "not_member"; };
 export type ParticipantOutcomeCode = "added" | "already_member" | "not_on_network" | "invited" | "refused" | "removed" | "promoted" | "demoted" | "not_member";
@@ -216,9 +224,11 @@ export interface SvcClient {
     /** DELETE /v1/connections/:connection: Delete a connection */
     delete: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 204; body: undefined; headers: Headers; }>;
     /** POST /v1/connections/:connection/pair: Open a pairing grant */
-    pair: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
-    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload */
-    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: PairingPayload; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    pair: (args: { params: { connection: string; }; body?: { phone?: string | undefined; method?: "code" | "qr" | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: PairingGrant; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 503; body: Problem; headers: Headers; }>;
+    /** GET /v1/connections/:connection/qr/:grantId: Redeem a pairing grant for its QR payload or pairing code */
+    qr: (args: { params: { connection: string; grantId: string; }; } & CallOptions) => Promise<{ status: 200; body: Pairing; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
+    /** PUT /v1/connections/:connection/settings: Change a connection's settings (extension) */
+    settings: (args: { params: { connection: string; }; body: { proxy_url: string | null; }; } & CallOptions) => Promise<{ status: 200; body: { proxy_url: string | null; }; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/suspend: Suspend a connection */
     suspend: (args: { params: { connection: string; }; } & CallOptions) => Promise<{ status: 200; body: Connection; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/connections/:connection/resume: Resume a suspended connection */
@@ -269,6 +279,10 @@ export interface SvcClient {
     listDeliveries: (args: { params: { id: string; }; query?: { status?: "failed" | "canceled" | "pending" | "succeeded" | undefined; limit?: number | undefined; cursor?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: WebhookDeliveryPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; }>;
     /** POST /v1/webhook-endpoints/:id/deliveries/:deliveryId/resend: Re-send a delivery (extension) */
     resendDelivery: (args: { params: { id: string; deliveryId: string; }; } & CallOptions) => Promise<{ status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 409; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; } | { status: 404; body: Problem; headers: Headers; } | { status: 202; body: WebhookDelivery; headers: Headers; }>;
+  };
+  events: {
+    /** GET /v1/events: Replay events from a cursor (extension) */
+    list: (args?: { query?: { type?: string | undefined; connection?: string | undefined; limit?: number | undefined; after?: string | undefined; } | undefined; } & CallOptions) => Promise<{ status: 200; body: EventPage; headers: Headers; } | { status: 400; body: Problem; headers: Headers; } | { status: 401; body: Problem; headers: Headers; } | { status: 403; body: Problem; headers: Headers; } | { status: 429; body: Problem; headers: Headers; }>;
   };
   ai: {
     /** POST /v1/ai/credentials: Store a model-vendor credential */

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
-import type { ConnectionState } from "../../contract/index.js";
+import type { ConnectionState, PairingMethod } from "../../contract/index.js";
 
 export type StoredConnectionState = ConnectionState | "deleted";
 
@@ -18,6 +18,8 @@ export class Connection {
   @Column({ type: "text" }) transport!: string;
   @Column({ type: "text", name: "callback_nonce" }) callbackNonce!: string;
   @Column({ type: "bytea", name: "callback_token_digest" }) callbackTokenDigest!: Buffer;
+  /** The proxy its engine's socket goes through (it may carry a password): sealed; null for none. */
+  @Column({ type: "text", name: "proxy_url_sealed", nullable: true }) proxyUrlSealed!: string | null;
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
   @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
   @Column({ type: "timestamptz", name: "deleted_at", nullable: true }) deletedAt!: Date | null;
@@ -27,6 +29,8 @@ export class Connection {
 export class PairingGrant {
   @PrimaryColumn({ type: "text" }) id!: string;
   @Column({ type: "text", name: "connection_id" }) connectionId!: string;
+  /** What the grant shows when redeemed: a QR code of the payload, or the payload as a code to type. */
+  @Column({ type: "text", default: "qr" }) method!: PairingMethod;
   /** The pairing payload is a credential (whoever scans it links a device): stored encrypted. */
   @Column({ type: "text", name: "payload_sealed" }) payloadSealed!: string;
   @Column({ type: "timestamptz", name: "expires_at" }) expiresAt!: Date;
@@ -47,6 +51,7 @@ export function connectionFromRow(r: Record<string, unknown>): Partial<Connectio
     transport: r.transport as string,
     callbackNonce: r.callback_nonce as string,
     callbackTokenDigest: r.callback_token_digest as Buffer,
+    proxyUrlSealed: (r.proxy_url_sealed as string | null | undefined) ?? null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     deletedAt: r.deleted_at as Date | null,

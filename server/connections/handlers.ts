@@ -26,15 +26,31 @@ export function connectionsRouter(ctx: AppContext) {
       await connections.delete(principalOf(res), params.connection);
       return { status: 204, body: undefined };
     },
-    pair: async ({ params, res }) => {
-      const grant = await connections.pair(principalOf(res), params.connection);
-      return { status: 200, body: { grant_id: grant.id, expires_at: grant.expiresAt.toISOString() } };
+    pair: {
+      // No body at all is a QR pairing, as the spec has it: validated as the empty object.
+      middleware: [
+        (req, _res, next) => {
+          if (req.body === undefined) req.body = {} as typeof req.body;
+          next();
+        },
+      ],
+      handler: async ({ params, body, res }) => {
+        const grant = await connections.pair(principalOf(res), params.connection, body);
+        return { status: 200, body: { grant_id: grant.id, method: grant.method, expires_at: grant.expiresAt.toISOString() } };
+      },
     },
     qr: async ({ params, res }) => {
       const grant = await connections.redeem(principalOf(res), params.connection, params.grantId);
-      // The payload is a credential: no cache may keep it.
+      // The payload (or code) is a credential: no cache may keep it.
       res.setHeader("Cache-Control", "no-store");
-      return { status: 200, body: { grant_id: grant.grantId, payload: grant.payload, qr_svg: grant.qrSvg, expires_at: grant.expiresAt.toISOString() } };
+      const common = { grant_id: grant.grantId, expires_at: grant.expiresAt.toISOString() };
+      if (grant.method === "code") return { status: 200, body: { ...common, method: "code" as const, code: grant.code } };
+      return { status: 200, body: { ...common, method: "qr" as const, payload: grant.payload, qr_svg: grant.qrSvg } };
+    },
+    settings: async ({ params, body, res }) => {
+      // The proxy URL may carry a password: no cache may keep even its masked form.
+      res.setHeader("Cache-Control", "no-store");
+      return { status: 200, body: await connections.updateSettings(principalOf(res), params.connection, body) };
     },
     suspend: async ({ params, res }) => {
       return { status: 200, body: connectionView(await connections.suspend(principalOf(res), params.connection)) };

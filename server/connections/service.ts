@@ -3,12 +3,13 @@
 // the last place. Engines are never called inside a transaction: an engine may use the database
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
-import type { Connection as ConnectionView, CreateConnectionBody, EngineName } from "../../contract/index.js";
+import type { ConnectionSettings, ConnectionSettingsBody, Connection as ConnectionView, CreateConnectionBody, EngineName, PairBody, PairingMethod } from "../../contract/index.js";
 import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import type { Config } from "../config.js";
 import { rows } from "../db/rows.js";
 import { isUniqueViolation } from "../db/unique-violation.js";
+import { maskProxyUrl } from "../engines/baileys/proxy.js";
 import { EngineError, type Engine, type EngineConnection, type EngineRegistry } from "../engines/engine.js";
 import { recordEvent } from "../events/record.js";
 import { ApiError } from "../http/errors.js";
@@ -78,12 +79,7 @@ export async function moveConnection(
   return updated;
 }
 
-export interface RedeemedGrant {
-  grantId: string;
-  payload: string;
-  qrSvg: string;
-  expiresAt: Date;
-}
+export type RedeemedGrant = { grantId: string; expiresAt: Date } & ({ method: "qr"; payload: string; qrSvg: string } | { method: "code"; code: string });
 
 export class ConnectionService {
   constructor(
@@ -163,14 +159,18 @@ export class ConnectionService {
     }
   }
 
-  /** Opens a pairing grant (replacing an open one); the payload is stored encrypted for 60 s. */
-  async pair(principal: Principal, slug: string): Promise<PairingGrant> {
+  /**
+   * Opens a pairing grant (replacing an open one) for a QR code or, with `method: "code"`, a code
+   * the phone of `phone` types; the payload is stored encrypted for 60 s.
+   */
+  async pair(principal: Principal, slug: string, body: PairBody = { method: "qr" }): Promise<PairingGrant> {
     const current = await this.get(principal, slug);
     this.requireAllowed(current, "pair");
     const engine = this.engineOf(current);
+    const request = body.method === "code" ? { method: "code" as const, phone: body.phone! } : { method: "qr" as const };
     let payload: string;
     try {
-      ({ payload } = await engine.startPairing(engineConnectionFor(this.config, current)));
+      ({ payload } = await engine.startPairing(engineConnectionFor(this.config, current), request));
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
       throw new ApiError("transport_unavailable", `The ${current.transport} engine could not start pairing: ${err.message}`);
@@ -183,6 +183,7 @@ export class ConnectionService {
       const grant = em.create(PairingGrant, {
         id: newId("grt"),
         connectionId: connection.id,
+        method: request.method,
         payloadSealed: encrypt(this.config.secretKey, payload),
         expiresAt: new Date(Date.now() + PAIRING_GRANT_TTL_MS),
         createdAt: new Date(),
@@ -195,19 +196,29 @@ export class ConnectionService {
   /** Single use: the grant is deleted as it is read, so a second redeem finds nothing (404). */
   async redeem(principal: Principal, slug: string, grantId: string): Promise<RedeemedGrant> {
     const connection = await this.get(principal, slug);
-    const [row] = await rows<{ payload_sealed: string; expires_at: Date }>(
+    const [row] = await rows<{ payload_sealed: string; method: PairingMethod; expires_at: Date }>(
       this.db,
-      `DELETE FROM pairing_grants WHERE id = $1 AND connection_id = $2 AND expires_at > now() RETURNING payload_sealed, expires_at`,
+      `DELETE FROM pairing_grants WHERE id = $1 AND connection_id = $2 AND expires_at > now() RETURNING payload_sealed, method, expires_at`,
       [grantId, connection.id],
     );
     if (!row) throw ApiError.notFound("pairing grant (unknown, already redeemed or expired)");
     // A rotating payload (a real socket's QR) is read now: the grant stays single-use, the code fresh.
     const latest = await this.engines.get(connection.transport)?.currentPairing?.(engineConnectionFor(this.config, connection));
     const payload = latest ?? decrypt(this.config.secretKey, row.payload_sealed);
+    const expiresAt = new Date(row.expires_at);
+    if (row.method === "code") return { grantId, method: "code", code: payload, expiresAt };
     // Loaded on the first QR code, not at start: most processes never draw one.
     const { default: QRCode } = await import("qrcode");
     const svg = await QRCode.toString(payload, { type: "svg", errorCorrectionLevel: "M", margin: 2 });
-    return { grantId, payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt: new Date(row.expires_at) };
+    return { grantId, method: "qr", payload, qrSvg: `data:image/svg+xml;base64,${Buffer.from(svg, "utf8").toString("base64")}`, expiresAt };
+  }
+
+  /** The connection's proxy: sealed when set, null to fall back to the gateway's default; answered masked. */
+  async updateSettings(principal: Principal, slug: string, body: ConnectionSettingsBody): Promise<ConnectionSettings> {
+    const connection = await this.get(principal, slug);
+    const sealed = body.proxy_url === null ? null : encrypt(this.config.secretKey, body.proxy_url);
+    await this.db.getRepository(Connection).update({ id: connection.id }, { proxyUrlSealed: sealed, updatedAt: new Date() });
+    return { proxy_url: body.proxy_url === null ? null : maskProxyUrl(body.proxy_url) };
   }
 
   /**

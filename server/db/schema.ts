@@ -21,7 +21,12 @@ import { AiRuns1732250800000 } from "./migrations/1732250800000-ai-runs.js";
 import { TimelineOrder1732250919000 } from "./migrations/1732250919000-timeline-order.js";
 import { ConnectionDetail1732250920000 } from "./migrations/1732250920000-connection-detail.js";
 import { Conversations1732251000000 } from "./migrations/1732251000000-conversations.js";
-import { Groups1732260000000 } from "./migrations/1732260000000-groups.js";
+import { EventSinks1732260000000 } from "./migrations/1732260000000-event-sinks.js";
+import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-code.js";
+import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
+import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
+import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
+import { Groups1732261400000 } from "./migrations/1732261400000-groups.js";
 
 export const ENTITIES = [
   Plan,
@@ -51,5 +56,10 @@ export const MIGRATIONS = [
   TimelineOrder1732250919000,
   ConnectionDetail1732250920000,
   Conversations1732251000000,
-  Groups1732260000000,
+  EventSinks1732260000000,
+  PairingCode1732261000000,
+  ConnectionProxy1732261100000,
+  DispatchPace1732261200000,
+  NumberChecks1732261300000,
+  Groups1732261400000,
 ];

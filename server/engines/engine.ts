@@ -121,14 +121,33 @@ export interface EngineGroups {
   revokeInvite(connection: EngineConnection, groupId: string): Promise<string>;
 }
 
+/** How the phone will link: scan a QR code, or type a code shown for its number (E.164). */
+export type PairingRequest = { method: "qr" } | { method: "code"; phone: string };
+
+/** Milliseconds between two messages of one connection: each gap is drawn in [minMs, maxMs]. */
+export interface Pace {
+  minMs: number;
+  maxMs: number;
+}
+
 export interface Engine {
   /** The `providerName` in callback URLs, e.g. "sandbox". */
   readonly name: string;
-  /** Begin pairing; returns the pairing payload to show as a QR code. */
-  startPairing(connection: EngineConnection): Promise<{ payload: string }>;
   /**
-   * Optional: the pairing payload to show now, for engines whose payload rotates while the grant
-   * is open (a real socket's QR refreshes every 20 s or so); null when there is none.
+   * Optional: the spacing the engine's network tolerates between two messages of one connection
+   * (a real number is flagged for bursts). The dispatcher never goes faster than this, nor than
+   * DISPATCH_RATE_PER_CONNECTION, summed over every gateway process.
+   */
+  readonly pace?: Pace;
+  /**
+   * Begin pairing; returns the pairing payload: the QR code's content, or with `method: "code"`
+   * the code (`ABCD-EFGH`) the phone of `phone` types to link.
+   */
+  startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }>;
+  /**
+   * Optional: the pairing payload (QR content or code) to show now, for engines whose payload
+   * rotates while the grant is open (a real socket's QR and code refresh every 20 s or so); null
+   * when there is none.
    */
   currentPairing?(connection: EngineConnection): Promise<string | null>;
   /** Hand a message to the network; returns the provider's message id. Idempotent on messageId. */

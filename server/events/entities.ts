@@ -10,4 +10,6 @@ export class DomainEvent {
   @Column({ type: "jsonb" }) payload!: Record<string, unknown>;
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
   @Column({ type: "timestamptz", name: "fanned_out_at", nullable: true }) fannedOutAt!: Date | null;
+  /** The recording transaction's id, set by the database (migration EventSinks): the log's order is (tx, id). */
+  @Column({ type: "bigint", insert: false, update: false }) tx?: string;
 }

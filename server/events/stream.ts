@@ -1,6 +1,8 @@
-// The live event monitor's feed: the session's workspace's events as server-sent events, as they
-// are recorded in the event outbox (the same rows, and payloads, webhooks fan out from). Mounted
-// beside the contract: ts-rest answers one body, a stream is many. Tenancy from the session only.
+// The live event feed: the workspace's events as server-sent events, as they are recorded in the
+// event outbox (the same rows, and payloads, webhooks fan out from). Mounted beside the contract:
+// ts-rest answers one body, a stream is many. The dashboard's session, or an API key with
+// webhooks:read; tenancy from the credential only. A client that sends `Last-Event-ID` first gets
+// what the workspace recorded after that event (from the log, server/events/log.ts), then live.
 //
 // One `EventFeed` per process reads the outbox for every open stream at once: one query per tick
 // for all the workspaces with a stream open, fanned out to their streams, so the database's cost
@@ -9,11 +11,14 @@
 import type { Request, RequestHandler, Response } from "express";
 import type { DataSource } from "typeorm";
 import { parse as parseCookies } from "cookie";
-import { resolveSession } from "../auth/credentials.js";
+import { resolveApiKey, resolveSession } from "../auth/credentials.js";
+import type { ApiKeyCache } from "../auth/key-cache.js";
+import { bearerToken, requireScope, unknownKey } from "../http/authenticate.js";
 import { SESSION_COOKIE } from "../auth/session-cookie.js";
 import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
+import { eventPosition, readLog } from "./replay.js";
 
 export const EVENT_STREAM_PATH = "/v1/events/stream";
 
@@ -65,9 +70,12 @@ export class EventFeed {
     return this.timer !== undefined;
   }
 
-  /** `send` gets each new event of `workspaceId` as an SSE block, once, in id order per poll; returns the unsubscribe. */
-  subscribe(workspaceId: string, send: (chunk: string) => void): () => void {
-    const subscriber: Subscriber = { workspaceId, floor: floorId(Date.now()), send };
+  /**
+   * `send` gets each new event of `workspaceId` as an SSE block, once, in id order per poll: those
+   * whose id is at or after `floor` (by default, from now on). Returns the unsubscribe.
+   */
+  subscribe(workspaceId: string, send: (chunk: string) => void, floor = floorId(Date.now())): () => void {
+    const subscriber: Subscriber = { workspaceId, floor, send };
     this.subscribers.add(subscriber);
     if (!this.timer) {
       const now = Date.now();
@@ -102,7 +110,7 @@ export class EventFeed {
       for (const e of found) {
         if (window.sent.has(e.id)) continue;
         window.sent.add(e.id);
-        const chunk = `id: ${e.id}\ndata: ${JSON.stringify(e.payload)}\n\n`;
+        const chunk = sseBlock(e.id, e.payload);
         for (const s of this.subscribers) if (s.workspaceId === e.workspace_id && e.id >= s.floor) s.send(chunk);
       }
       // A full batch leaves newer rows unread: read on from the last one's time, never back.
@@ -119,10 +127,20 @@ export class EventFeed {
   }
 }
 
+/** One event as a server-sent event: its id, and the webhook payload as data. */
+function sseBlock(id: string, payload: unknown): string {
+  return `id: ${id}\ndata: ${JSON.stringify(payload)}\n\n`;
+}
+
+/** How many events a resumed stream reads from the log at a time before it goes live. */
+const RESUME_PAGE = 500;
+
 export interface EventStreamOptions {
   heartbeatMs?: number;
-  /** How often the session is checked again; the stream ends when it has ended. */
+  /** How often the credential is checked again; the stream ends when it no longer holds. */
   sessionCheckMs?: number;
+  /** Resolved API keys of this process (server/auth/key-cache.ts). */
+  keyCache?: ApiKeyCache;
 }
 
 export function eventStream(db: DataSource, feed: EventFeed, options: EventStreamOptions = {}): RequestHandler {
@@ -130,7 +148,14 @@ export function eventStream(db: DataSource, feed: EventFeed, options: EventStrea
   const sessionCheckMs = options.sessionCheckMs ?? 60_000;
 
   async function workspaceOf(req: Request): Promise<string> {
-    // The dashboard's cookie only: an API key (or any bearer) is no way in, like every session route.
+    const bearer = bearerToken(req);
+    if (bearer !== undefined) {
+      const principal = await resolveApiKey(db, bearer, options.keyCache);
+      if (!principal) throw unknownKey();
+      requireScope(principal.scopes, "webhooks:read");
+      return principal.workspaceId;
+    }
+    // Or the dashboard's cookie: any member reads the workspace's events.
     const token = parseCookies(req.headers.cookie ?? "")[SESSION_COOKIE];
     const resolved = token ? await resolveSession(db, token) : null;
     if (!resolved) throw new ApiError("unauthorized", "Sign in first: the event stream takes the dashboard session.");
@@ -158,7 +183,32 @@ export function eventStream(db: DataSource, feed: EventFeed, options: EventStrea
       }
     };
     const timers = [setInterval(() => res.write(`: keep-alive\n\n`), heartbeatMs), setInterval(() => void checkSession(), sessionCheckMs)];
-    const unsubscribe = feed.subscribe(workspaceId, (chunk) => res.write(chunk));
+    const lastEventId = req.headers["last-event-id"];
+    // Live from here on; a resumed stream holds what arrives live until it has sent the log's events
+    // before this floor, so each event is sent once and the log's come first.
+    const floor = floorId(Date.now());
+    let held: string[] | null = typeof lastEventId === "string" && lastEventId !== "" ? [] : null;
+    const unsubscribe = feed.subscribe(workspaceId, (chunk) => (held ? held.push(chunk) : res.write(chunk)), floor);
+    if (held) {
+      void resume(lastEventId as string).finally(() => {
+        if (!closed) for (const chunk of held ?? []) res.write(chunk);
+        held = null;
+      });
+    }
+    /** The workspace's events after `eventId` in the log, up to the live floor; none when the id is unknown (pruned, or another workspace's). */
+    async function resume(eventId: string): Promise<void> {
+      try {
+        let from = await eventPosition(db, workspaceId, eventId);
+        while (from && !closed) {
+          const page = await readLog(db, workspaceId, from, RESUME_PAGE, { settled: false });
+          for (const { event } of page) if (event.id < floor) res.write(sseBlock(event.id, event));
+          from = page.length === RESUME_PAGE ? page.at(-1)!.position : null;
+        }
+      } catch {
+        // The database went away while resuming: the client reconnects with the last id it got.
+        end();
+      }
+    }
     function end(): void {
       if (closed) return;
       closed = true;

@@ -80,7 +80,7 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
   async function keyPrincipal(bearer: string | undefined, res: Response, scope: Scope | undefined): Promise<Principal> {
     if (!bearer) throw new ApiError("unauthorized", "Send an API key as `Authorization: Bearer svc_live_…`.");
     const principal = await resolveApiKey(options.db, bearer, options.keyCache);
-    if (!principal) throw new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
+    if (!principal) throw unknownKey();
     limitRate(principal.keyId, "key", res);
     requireScope(principal.scopes, scope);
     return principal;
@@ -131,17 +131,22 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
   }
 }
 
-function requireScope(held: readonly Scope[], scope: Scope | undefined): void {
+export function requireScope(held: readonly Scope[], scope: Scope | undefined): void {
   if (scope && !held.includes(scope)) {
     throw new ApiError("insufficient_scope", `This operation requires the scope ${scope}.`, { required_scope: scope });
   }
+}
+
+export function unknownKey(): ApiError {
+  return new ApiError("unauthorized", "The API key is malformed, unknown or revoked.");
 }
 
 function missingMcpCredential(): never {
   throw new ApiError("unauthorized", "Send an OAuth access token (svc_mcp_at_…) or an API key with mcp:read as `Authorization: Bearer …`.");
 }
 
-function bearerToken(req: Request): string | undefined {
+/** The bearer credential of the Authorization header; 401 when the header has another shape. */
+export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;
   if (!header) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);

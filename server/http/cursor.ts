@@ -45,37 +45,57 @@ export function filterFingerprint(scope: string, filters: Record<string, string 
 export function encodeCursor(key: Buffer, position: CursorPosition, filterFingerprint: string): string {
   const micros = isoToMicros(position.created_at);
   if (micros === undefined) throw new Error(`cursor position has an invalid created_at: ${position.created_at}`);
-  const id = Buffer.from(position.id, "utf8");
-  if (id.length === 0 || id.length > MAX_ID_BYTES) throw new Error("cursor position id must be 1-64 bytes");
-  const payload = Buffer.alloc(HEADER_BYTES + id.length);
-  payload.writeUInt8(VERSION, 0);
-  filterTag(key, filterFingerprint).copy(payload, 1);
-  payload.writeBigInt64BE(micros, 1 + TAG_BYTES);
-  id.copy(payload, HEADER_BYTES);
-  return Buffer.concat([payload, mac(key, payload)]).toString("base64url");
+  return encodeKeyset(key, micros, position.id, filterFingerprint);
 }
 
 /** The position a cursor names; 400 `validation_failed` when it is malformed, tampered with or issued for other filters. */
 export function decodeCursor(key: Buffer, cursor: string, filterFingerprint: string): CursorPosition {
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidCursor();
+  const { n, id } = decodeKeyset(key, cursor, filterFingerprint, "cursor");
+  return { created_at: microsToIso(n), id };
+}
+
+/**
+ * The event log's cursors (GET /v1/events): the same layout, with the recording transaction's id
+ * (server/events/log.ts) where a list's cursor has created_at. `field` names the query parameter.
+ */
+export function encodeLogCursor(key: Buffer, position: { tx: string; id: string }, filterFingerprint: string): string {
+  return encodeKeyset(key, BigInt(position.tx), position.id, filterFingerprint);
+}
+
+export function decodeLogCursor(key: Buffer, cursor: string, filterFingerprint: string, field: string): { tx: string; id: string } {
+  const { n, id } = decodeKeyset(key, cursor, filterFingerprint, field);
+  return { tx: n.toString(), id };
+}
+
+function encodeKeyset(key: Buffer, n: bigint, idText: string, filterFingerprint: string): string {
+  const id = Buffer.from(idText, "utf8");
+  if (id.length === 0 || id.length > MAX_ID_BYTES) throw new Error("cursor position id must be 1-64 bytes");
+  const payload = Buffer.alloc(HEADER_BYTES + id.length);
+  payload.writeUInt8(VERSION, 0);
+  filterTag(key, filterFingerprint).copy(payload, 1);
+  payload.writeBigInt64BE(n, 1 + TAG_BYTES);
+  id.copy(payload, HEADER_BYTES);
+  return Buffer.concat([payload, mac(key, payload)]).toString("base64url");
+}
+
+function decodeKeyset(key: Buffer, cursor: string, filterFingerprint: string, field: string): { n: bigint; id: string } {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalidCursor(field);
   const raw = Buffer.from(cursor, "base64url");
   // Reject non-canonical encodings (trailing bits) so that one position has exactly one cursor.
   if (raw.length < HEADER_BYTES + 1 + MAC_BYTES || raw.length > HEADER_BYTES + MAX_ID_BYTES + MAC_BYTES || raw.toString("base64url") !== cursor) {
-    throw invalidCursor();
+    throw invalidCursor(field);
   }
   const payload = raw.subarray(0, raw.length - MAC_BYTES);
-  if (!safeEqual(raw.subarray(raw.length - MAC_BYTES), mac(key, payload))) throw invalidCursor();
-  if (payload.readUInt8(0) !== VERSION) throw invalidCursor();
+  if (!safeEqual(raw.subarray(raw.length - MAC_BYTES), mac(key, payload))) throw invalidCursor(field);
+  if (payload.readUInt8(0) !== VERSION) throw invalidCursor(field);
   if (!safeEqual(payload.subarray(1, 1 + TAG_BYTES), filterTag(key, filterFingerprint))) {
-    throw invalidCursor("invalid cursor: it was issued for other filters; pass the same filters as for the first page");
+    throw invalidCursor(field, "invalid cursor: it was issued for other filters; pass the same filters as for the first page");
   }
-  const micros = payload.readBigInt64BE(1 + TAG_BYTES);
-  const id = payload.subarray(HEADER_BYTES).toString("utf8");
-  return { created_at: microsToIso(micros), id };
+  return { n: payload.readBigInt64BE(1 + TAG_BYTES), id: payload.subarray(HEADER_BYTES).toString("utf8") };
 }
 
-function invalidCursor(message = "invalid cursor"): ApiError {
-  return new ApiError("validation_failed", message, { errors: [{ path: "query.cursor", message }] });
+function invalidCursor(field: string, message = "invalid cursor"): ApiError {
+  return new ApiError("validation_failed", message, { errors: [{ path: `query.${field}`, message }] });
 }
 
 function mac(key: Buffer, payload: Buffer): Buffer {

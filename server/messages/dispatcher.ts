@@ -6,7 +6,7 @@ import type { DataSource } from "typeorm";
 import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
-import { EngineError, type EngineRegistry } from "../engines/engine.js";
+import { EngineError, type EngineRegistry, type Pace } from "../engines/engine.js";
 import { backoffMs, isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
@@ -33,13 +33,16 @@ interface Claimed {
   message_id: string;
   connection_id: string;
   attempts: number;
+  /** The connection's engine (null when the connection is gone): its pace applies. */
+  transport: string | null;
 }
 
 /** Claimed messages of one connection, handed off one at a time at the connection's pace. */
 interface Lane {
   queue: Claimed[];
-  nextAt: number;
   running: boolean;
+  /** The connection's pace: milliseconds between two hand-offs, drawn in [minMs, maxMs]. */
+  pace: Pace;
 }
 
 export class MessageDispatcher {
@@ -47,7 +50,6 @@ export class MessageDispatcher {
   private readonly lanes = new Map<string, Lane>();
   private readonly active = new Set<Promise<void>>();
   private readonly intervalMs: number;
-  private readonly laneLimit: number;
 
   constructor(
     private readonly db: DataSource,
@@ -56,8 +58,6 @@ export class MessageDispatcher {
     private readonly logger: Logger,
   ) {
     this.intervalMs = 1000 / config.dispatch.ratePerConnection;
-    // Never hold more claims for a connection than its pace can hand off well within the lock.
-    this.laneLimit = Math.max(1, Math.floor((config.dispatch.ratePerConnection * config.dispatch.lockSeconds) / 3));
     this.loop = new PollingLoop({
       tick: () => this.claimAndEnqueue(),
       full: (n) => n >= BATCH,
@@ -88,8 +88,19 @@ export class MessageDispatcher {
     return claimed.length;
   }
 
+  /** The pace of a connection on `transport`: its engine's, never faster than DISPATCH_RATE_PER_CONNECTION. */
+  private paceOf(transport: string | null): Pace {
+    const engine = transport ? this.engines.get(transport)?.pace : undefined;
+    return { minMs: Math.max(this.intervalMs, engine?.minMs ?? 0), maxMs: Math.max(this.intervalMs, engine?.maxMs ?? 0) };
+  }
+
+  /** Never hold more claims for a connection than its pace can hand off well within the lock. */
+  private laneLimit(lane: Lane): number {
+    return Math.max(1, Math.floor((this.config.dispatch.lockSeconds * 1000) / 3 / lane.pace.maxMs));
+  }
+
   private async claim(): Promise<Claimed[]> {
-    const saturated = [...this.lanes].filter(([, l]) => l.queue.length >= this.laneLimit).map(([id]) => id);
+    const saturated = [...this.lanes].filter(([, l]) => l.queue.length >= this.laneLimit(l)).map(([id]) => id);
     return rows<Claimed>(
       this.db,
       `UPDATE dispatch_queue q
@@ -101,7 +112,7 @@ export class MessageDispatcher {
                ORDER BY available_at
                LIMIT $2
                FOR UPDATE SKIP LOCKED)
-        RETURNING q.message_id, q.connection_id, q.attempts`,
+        RETURNING q.message_id, q.connection_id, q.attempts, (SELECT c.transport FROM connections c WHERE c.id = q.connection_id) AS transport`,
       [String(this.config.dispatch.lockSeconds), BATCH, saturated],
     );
   }
@@ -109,7 +120,7 @@ export class MessageDispatcher {
   private enqueue(c: Claimed): void {
     let lane = this.lanes.get(c.connection_id);
     if (!lane) {
-      lane = { queue: [], nextAt: 0, running: false };
+      lane = { queue: [], running: false, pace: this.paceOf(c.transport) };
       this.lanes.set(c.connection_id, lane);
     }
     lane.queue.push(c);
@@ -128,15 +139,16 @@ export class MessageDispatcher {
 
   private async drain(connectionId: string, lane: Lane): Promise<void> {
     lane.running = true;
-    const perBatch = Math.max(1, Math.min(HANDOFF_BATCH, Math.floor(HANDOFF_WINDOW_MS / this.intervalMs)));
+    const perBatch = Math.max(1, Math.min(HANDOFF_BATCH, Math.floor(HANDOFF_WINDOW_MS / lane.pace.maxMs)));
     let outageTurns = 0;
     try {
       while (lane.queue.length) {
-        const wait = lane.nextAt - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         const batch = lane.queue.splice(0, perBatch);
-        lane.nextAt = Date.now() + this.intervalMs * batch.length;
         try {
+          // The batch's slot, shared with every other process's hand-offs of this connection.
+          const gaps = batch.reduce((sum) => sum + lane.pace.minMs + Math.random() * (lane.pace.maxMs - lane.pace.minMs), 0);
+          const wait = await reservePace(this.db, connectionId, gaps);
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           await this.handOff(batch);
           outageTurns = 0;
         } catch (err) {
@@ -215,6 +227,21 @@ export class MessageDispatcher {
   private async recordFailed(messageId: string, e: EngineError, connection: Connection | null): Promise<void> {
     await recordFailed(this.db, messageId, { code: e.code, message: e.message }, connection);
   }
+}
+
+/**
+ * Reserves `spanMs` of a connection's hand-off time, from its next free moment (or now), on the
+ * database's clock so that every process agrees; answers how long to wait for the reservation's start.
+ */
+export async function reservePace(db: DataSource, connectionId: string, spanMs: number): Promise<number> {
+  const [row] = await rows<{ wait_ms: number }>(
+    db,
+    `INSERT INTO dispatch_pace AS p (connection_id, next_at) VALUES ($1, clock_timestamp() + make_interval(secs => $2 / 1000.0))
+     ON CONFLICT (connection_id) DO UPDATE SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $2 / 1000.0)
+     RETURNING GREATEST(0, EXTRACT(EPOCH FROM (p.next_at - make_interval(secs => $2 / 1000.0) - clock_timestamp())) * 1000)::float8 AS wait_ms`,
+    [connectionId, spanMs],
+  );
+  return row?.wait_ms ?? 0;
 }
 
 function engineError(err: unknown): EngineError {

@@ -33,8 +33,9 @@ export const OPERATIONAL_PATHS: PathsObject = {
   "/v1/events/stream": get(
     "streamEvents",
     "Live event stream (extension)",
-    "The session's workspace's events as they are recorded, as server-sent events (`text/event-stream`): one message per event, its `id` the event id and its `data` the payload webhooks deliver (whose `type` names the event). " +
-      "No history is sent; a comment line every 15 s keeps the connection open, and the stream ends when the session does. Session only: the dashboard's event monitor.",
+    "The workspace's events as they are recorded, as server-sent events (`text/event-stream`): one message per event, its `id` the event id and its `data` the payload webhooks deliver (whose `type` names the event). " +
+      "With `Last-Event-ID` (an event id of the workspace; browsers send it when they reconnect) the stream first sends the events recorded after that one, then goes on live; without it, or with an id no longer kept, it starts live. " +
+      "A comment line every 15 s keeps the connection open; the stream ends when the session ends or the key is revoked. The dashboard's session, or an API key with webhooks:read.",
     {
       200: {
         description: "Server-sent events of the workspace",
@@ -47,10 +48,15 @@ export const OPERATIONAL_PATHS: PathsObject = {
           },
         },
       },
-      401: problem("Not signed in", 401, "unauthorized", "Sign in first: POST /v1/auth/request-code, then /v1/auth/verify."),
-      403: problem("Not a member of a workspace", 403, "forbidden", "You are not a member of a workspace yet; accept an invitation first."),
+      401: problem("Not signed in, or the API key is unknown", 401, "unauthorized", "Sign in first: POST /v1/auth/request-code, then /v1/auth/verify."),
+      403: problem("The key lacks webhooks:read, or no workspace membership", 403, "insufficient_scope", "This operation requires the scope webhooks:read."),
     },
-    { tags: ["Workspace"], security: [{ sessionCookie: [] }] },
+    {
+      tags: ["Webhooks"],
+      security: [{ apiKey: [] }, { sessionCookie: [] }],
+      "x-required-scope": "webhooks:read",
+      parameters: [{ name: "Last-Event-ID", in: "header", required: false, description: "Resume after this event id", schema: { type: "string", maxLength: 64 } }],
+    },
   ),
   "/healthz": get(
     "healthz",

@@ -19,7 +19,7 @@ import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WA
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode";
   args: unknown[];
 }
 
@@ -76,6 +76,8 @@ export class StandInSocket implements EngineSocket {
   readonly signalRepository = { lidMapping: { getPNForLID: async (lid: string) => world.lidStore.get(lid) ?? null } };
   readonly calls: Call[] = [];
   readonly qrs: string[] = [];
+  /** Codes asked for by requestPairingCode, oldest first (the library's: 8 characters, no dash). */
+  readonly pairingCodes: { code: string; phone: string }[] = [];
   user: { id: string; lid?: string } | undefined;
   ended = false;
   private qrTimer: NodeJS.Timeout | undefined;
@@ -187,6 +189,18 @@ export class StandInSocket implements EngineSocket {
     this.emit("connection.update", { receivedPendingNotifications: true });
   }
 
+  /**
+   * The phone of `phone` types a pairing code: it links only if it is the newest code this socket
+   * asked for, for that number (the library's flow then goes on as after a scan).
+   */
+  enterCode(code: string, phone: string, lid: string): boolean {
+    const digits = phone.replace(/\D/g, "");
+    const plain = code.replace(/-/g, "");
+    if (!this.pairingCodes.length || this.pairingCodes.at(-1)!.code !== plain || this.pairingCodes.at(-1)!.phone !== digits) return false;
+    this.scan(phone, lid);
+    return true;
+  }
+
   /** The socket closes on the network side with the library's code (401 logged out, 428 lost…). */
   close(code: number): void {
     clearTimeout(this.qrTimer);
@@ -235,6 +249,15 @@ export class StandInSocket implements EngineSocket {
     const bytes = world.media.get(message.key.id ?? "");
     if (!bytes) throw Object.assign(new Error("gone"), { output: { statusCode: 410 } });
     return Readable.from([bytes]);
+  }
+
+  /** As the library: the code is bound to the number, and `me` is set (unregistered) until the phone types it. */
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    this.calls.push({ method: "requestPairingCode", args: [phoneNumber] });
+    const code = [...Array(8)].map(() => "123456789ABCDEFGHJKLMNPQRSTVWXYZ"[Math.floor(Math.random() * 32)]).join("");
+    this.pairingCodes.push({ code, phone: phoneNumber });
+    this.emit("creds.update", { pairingCode: code, me: { id: `${phoneNumber}@s.whatsapp.net`, name: "~" } });
+    return code;
   }
 
   async logout(): Promise<void> {

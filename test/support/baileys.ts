@@ -7,7 +7,7 @@ import type { BaileysEngine } from "../../server/engines/baileys/engine.js";
 import { testEnv } from "../setup.js";
 import type { Client } from "./actors.js";
 import { standIn, type StandInSocket } from "./baileys-stand-in.js";
-import { waitForConnection } from "./sandbox.js";
+import { qrOf, waitForConnection } from "./sandbox.js";
 import { waitFor } from "./wait.js";
 
 export function baileysEngine(): BaileysEngine {
@@ -41,7 +41,7 @@ export async function liveSocket(connectionId: string, predicate: (s: StandInSoc
 export async function pairBaileys(client: Client, slug: string, phone: string, lid = uniqueLid()): Promise<{ connection: Connection; lid: string }> {
   const created = await createBaileysConnection(client, slug);
   const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
-  const qr = await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
+  const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
   const socket = await liveSocket(created.id);
   if (!socket.qrs.includes(qr.payload)) throw new Error(`redeemed payload ${qr.payload} is not one of the socket's QRs`);
   socket.scan(phone, lid);

@@ -1,7 +1,7 @@
 // Driving the sandbox engine from tests: its control API over HTTP, and a connection linked the
 // way a user links one (create, pair, redeem the QR, a phone scans it).
 import { randomBytes } from "node:crypto";
-import type { Connection } from "../../contract/index.js";
+import type { Connection, Pairing, PairingCode, PairingPayload } from "../../contract/index.js";
 import { expectOk } from "../../sdk/src/index.js";
 import { testEnv } from "../setup.js";
 import type { Client } from "./actors.js";
@@ -10,6 +10,18 @@ import { waitFor } from "./wait.js";
 /** A phone number no other test uses (sandbox state is shared by the whole run). */
 export function uniquePhone(prefix = "+1557"): string {
   return `${prefix}${String(randomBytes(4).readUInt32BE(0) % 10_000_000).padStart(7, "0")}`;
+}
+
+/** The QR of a redeemed grant; throws when the grant showed a code instead. */
+export function qrOf(pairing: Pairing): PairingPayload {
+  if (pairing.method !== "qr") throw new Error(`expected a QR grant, got ${JSON.stringify(pairing)}`);
+  return pairing;
+}
+
+/** The code of a redeemed grant; throws when the grant showed a QR instead. */
+export function codeOf(pairing: Pairing): PairingCode {
+  if (pairing.method !== "code") throw new Error(`expected a code grant, got ${pairing.method}`);
+  return pairing;
 }
 
 /** A call to the sandbox control API; answers the status and the parsed JSON body. */
@@ -49,7 +61,7 @@ export async function pairConnection(client: Client, slug: string, phone: string
   if (existing.status === 200 && existing.body.state === "connected" && existing.body.phone === phone) return existing.body;
   if (existing.status === 404) await expectOk(client.connections.create({ body: { slug } }));
   const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
-  const qr = await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } }));
+  const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
   await scan(qr.payload, phone, options.baseUrl);
   return waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone, options.timeoutMs);
 }

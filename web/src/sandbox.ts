@@ -11,11 +11,20 @@ import { SvcApiError } from "./api";
 export const SANDBOX_TRANSPORT = "sandbox";
 
 /** The phone scans the pairing payload: the connection becomes connected as `phone`. */
-export async function simulateScan(payload: string, phone: string): Promise<void> {
-  const res = await fetch("/sandbox/v1/scan", {
+export function simulateScan(payload: string, phone: string): Promise<void> {
+  return control("/sandbox/v1/scan", { payload, phone });
+}
+
+/** The phone `phone` types the pairing code: connected when the code was asked for that number. */
+export function simulateEnterCode(code: string, phone: string): Promise<void> {
+  return control("/sandbox/v1/enter-code", { code, phone });
+}
+
+async function control(path: string, request: Record<string, string>): Promise<void> {
+  const res = await fetch(path, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ payload, phone }),
+    body: JSON.stringify(request),
   });
   if (res.ok) return;
   const text = await res.text();

@@ -107,13 +107,13 @@ async function writeKeys(em: EntityManager, secretKey: Buffer, connectionId: str
 
 /**
  * Forgets everything the engine kept for a connection: auth state, stored messages, the LID map,
- * sends waiting for the holder.
+ * sends waiting for the holder, remembered number checks (another number may link next).
  * After this the number must be paired again.
  */
 export async function wipeSession(db: DataSource | EntityManager, connectionId: string): Promise<void> {
   await db.query(
     `WITH a AS (DELETE FROM baileys_auth WHERE connection_id = $1), m AS (DELETE FROM baileys_messages WHERE connection_id = $1),
-          o AS (DELETE FROM baileys_outbox WHERE connection_id = $1)
+          o AS (DELETE FROM baileys_outbox WHERE connection_id = $1), n AS (DELETE FROM baileys_number_checks WHERE connection_id = $1)
      DELETE FROM baileys_lid_map WHERE connection_id = $1`,
     [connectionId],
   );

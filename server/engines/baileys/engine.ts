@@ -15,10 +15,11 @@ import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { editContent, reactionContent, revokeContent } from "./conversations.js";
 import { loadAuthState, wipeSession } from "./auth-state.js";
 import { Leases } from "./lease.js";
+import { NumberCheckCache } from "./number-checks.js";
 import { Relay } from "./relay.js";
 import { CREDS_SAVE_PAUSE_MS, Session, type Report, type SessionHost } from "./session.js";
 import { loadSocketFactory, parseVersion, type SocketFactory, type VersionSource } from "./socket.js";
@@ -56,10 +57,18 @@ export interface BaileysOptions {
   waVersion?: string | undefined;
   /** Where reports wait until they are applied (DATA_DIR/baileys-reports). */
   spoolDir: string;
+  /** BAILEYS_PROXY_URL: the proxy of every connection that sets none of its own. */
+  defaultProxyUrl?: string | undefined;
+  /** BAILEYS_PACE_MS: the spacing of one connection's messages (default one every 2-5 s). */
+  pace?: Pace | undefined;
 }
+
+/** One message every 2-5 s per number, with jitter: what peers' users found a number survives. */
+export const BAILEYS_DEFAULT_PACE: Pace = { minMs: 2_000, maxMs: 5_000 };
 
 export class BaileysEngine implements Engine {
   readonly name = BAILEYS_ENGINE;
+  readonly pace: Pace;
   readonly leases: Leases;
   private readonly sessions = new Map<string, Session>();
   private readonly host: SessionHost;
@@ -69,6 +78,7 @@ export class BaileysEngine implements Engine {
   readonly tuning = { credsSavePauseMs: CREDS_SAVE_PAUSE_MS, versionRefetchMs: VERSION_REFETCH_MS };
   /** When a refusal last made the version be fetched again. */
   private refetchedAt = 0;
+  private readonly numberChecks: NumberCheckCache;
   private factory: SocketFactory | null = null;
   private fetchVersion: VersionSource | null = null;
   private readonly pinnedVersion: WAVersion | undefined;
@@ -82,10 +92,15 @@ export class BaileysEngine implements Engine {
   private polling: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: BaileysOptions) {
+    this.pace = options.pace ?? BAILEYS_DEFAULT_PACE;
+    this.numberChecks = new NumberCheckCache(options.db);
     this.leases = new Leases(options.db, options.leaseSeconds);
     this.pinnedVersion = options.waVersion ? parseVersion(options.waVersion) : undefined;
     this.spool = new ReportSpool(options.spoolDir, (id, body) => this.apply(id, body), options.logger);
-    this.relay = new Relay(options.db, options.secretKey, options.relaySpacingMs, (id, events) => this.report(id, events), options.logger);
+    // Relayed messages had their slot reserved by the process that handed them off (the dispatcher's
+    // shared pace); the holder writes them no closer together than the pace's floor, so a relay
+    // drained at a lease poll never bursts.
+    this.relay = new Relay(options.db, options.secretKey, Math.max(options.relaySpacingMs, this.pace.minMs), (id, events) => this.report(id, events), options.logger);
     this.host = {
       db: options.db,
       secretKey: options.secretKey,
@@ -94,6 +109,7 @@ export class BaileysEngine implements Engine {
       leases: this.leases,
       factory: (socketOptions) => this.socketFactory()(socketOptions),
       mediaPolicy: options.mediaPolicy,
+      proxyUrlOf: (id) => this.proxyUrlOf(id),
       report: (id, events) => this.report(id, events),
       forget: (session) => this.forget(session),
       version: () => this.pinnedVersion ?? this.currentVersion,
@@ -106,6 +122,12 @@ export class BaileysEngine implements Engine {
         else options.metrics.engineReceipts.inc({ engine: BAILEYS_ENGINE, status: label ?? "unknown" });
       },
     };
+  }
+
+  /** The connection's own proxy (sealed in its row), else the gateway's default; read at every socket open. */
+  private async proxyUrlOf(connectionId: string): Promise<string | undefined> {
+    const [row] = (await this.options.db.query(`SELECT proxy_url_sealed FROM connections WHERE id = $1`, [connectionId])) as { proxy_url_sealed: string | null }[];
+    return row?.proxy_url_sealed ? decrypt(this.options.secretKey, row.proxy_url_sealed) : this.options.defaultProxyUrl;
   }
 
   private socketFactory(): SocketFactory {
@@ -220,8 +242,8 @@ export class BaileysEngine implements Engine {
     this.schedulePoll();
   }
 
-  private async take(connectionId: string): Promise<Session> {
-    const session = new Session(this.host, connectionId);
+  private async take(connectionId: string, pairingPhone: string | null = null): Promise<Session> {
+    const session = new Session(this.host, connectionId, pairingPhone);
     this.sessions.set(connectionId, session);
     await session.connect().catch((err: unknown) => {
       this.options.logger.error({ err, connection_id: connectionId }, "baileys socket could not be opened");
@@ -234,10 +256,14 @@ export class BaileysEngine implements Engine {
     void this.leases.release(session.connectionId).catch(() => undefined);
   }
 
-  /** A fresh socket with fresh credentials; its first QR is the payload. Later QRs replace it. */
-  async startPairing(connection: EngineConnection): Promise<{ payload: string }> {
+  /**
+   * A fresh socket with fresh credentials; its first QR (or, pairing by code, the code the library
+   * asks for once the socket shows a QR) is the payload. Later ones replace it.
+   */
+  async startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }> {
+    const pairingPhone = request.method === "code" ? request.phone : null;
     const existing = this.sessions.get(connection.id);
-    if (existing && !existing.isOpen) {
+    if (existing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
       const qr = await existing.nextQr(FIRST_QR_TIMEOUT_MS);
       if (qr) return { payload: qr };
     }
@@ -249,7 +275,7 @@ export class BaileysEngine implements Engine {
       await existing.end();
     }
     await wipeSession(this.options.db, connection.id);
-    const session = await this.take(connection.id);
+    const session = await this.take(connection.id, pairingPhone);
     const qr = await session.nextQr(FIRST_QR_TIMEOUT_MS);
     if (!qr) {
       if (this.sessions.get(connection.id) === session) this.sessions.delete(connection.id);
@@ -311,9 +337,15 @@ export class BaileysEngine implements Engine {
     return session;
   }
 
+  /** A day's remembered answer from any process; else the network, through this process's socket. */
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
+    const known = await this.numberChecks.get(connection.id, phone);
+    if (known !== null) return { checked: true, onNetwork: known };
     const session = this.sessions.get(connection.id);
-    return session ? session.checkNumber(phone) : { checked: false, onNetwork: null };
+    if (!session) return { checked: false, onNetwork: null };
+    const check = await session.checkNumber(phone);
+    if (check.checked && check.onNetwork !== null) await this.numberChecks.remember(connection.id, phone, check.onNetwork);
+    return check;
   }
 
   /**

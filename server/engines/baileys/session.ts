@@ -19,6 +19,7 @@ import type { Leases } from "./lease.js";
 import { chatAction, chatJid, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
 import { fetchMedia } from "./media.js";
 import { RetryCounters } from "./retry-counters.js";
+import { CheckThrottle } from "./number-checks.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
 import { isGroupJid, isIgnoredJid, lidAddress, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
@@ -57,6 +58,8 @@ export interface SessionHost {
   leases: Leases;
   factory: SocketFactory;
   mediaPolicy: UrlCheckOptions;
+  /** The proxy a connection's socket goes through now (its own, else the default); undefined for none. */
+  proxyUrlOf(connectionId: string): Promise<string | undefined>;
   /** Records reports durably, then applies them in order; resolves once applied. */
   report(connectionId: string, events: Report[]): Promise<void>;
   /** The session ended for good here (logout, pairing given up): drop it and its lease. */
@@ -68,6 +71,24 @@ export interface SessionHost {
   versionRefused(version: WAVersion | undefined): void;
   /** Pause between two credentials save attempts (tests shorten it). */
   credsSavePauseMs(): number;
+}
+
+/** What the network's error acks mean, by the code the library passes on (its source names them). */
+const NETWORK_ERRORS: Record<string, string> = {
+  "463": "the network refused to start this chat: the account is restricted, or it holds no privacy token for this contact; retrying counts as another attempt and deepens a restriction",
+  "479": "the network rejected the message as invalid (a stale device session or a wrong address)",
+};
+
+/** A failed message's error, keeping the network's own code (`network_463`) where the ack carried one. */
+export function networkError(code: string | undefined): { code: string; message: string } {
+  if (!code || !/^\d{1,6}$/.test(code)) return { code: "network_error", message: "The network reported an error for this message." };
+  return { code: `network_${code}`, message: `The network answered error ${code}${NETWORK_ERRORS[code] ? `: ${NETWORK_ERRORS[code]}` : ""}.` };
+}
+
+/** The library's 8-character code as the phone shows its boxes: ABCD-EFGH. */
+export function formatPairingCode(code: string): string {
+  const plain = code.replace(/-/g, "").toUpperCase();
+  return plain.length === 8 ? `${plain.slice(0, 4)}-${plain.slice(4)}` : plain;
 }
 
 export function reconnectDelay(attempt: number, random = Math.random): number {
@@ -104,10 +125,13 @@ export class Session {
   /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
+  private readonly checks = new CheckThrottle();
 
   constructor(
     private readonly host: SessionHost,
     readonly connectionId: string,
+    /** Pairing by code: the number (E.164) that types it; each QR the socket rotates to brings a fresh code instead. */
+    readonly pairingPhone: string | null = null,
   ) {}
 
   get isOpen(): boolean {
@@ -122,8 +146,10 @@ export class Session {
     // Never a new socket on credentials the database does not have: a failed save is made good first.
     if (this.credsUnsaved) await this.saveCreds();
     const version = this.host.version();
+    const proxyUrl = await this.host.proxyUrlOf(this.connectionId);
     const socket = await this.host.factory({
       connectionId: this.connectionId,
+      proxyUrl,
       auth: this.auth.state,
       getMessage: async (key) => (key.id ? this.host.store.getMessage(this.connectionId, key.id) : undefined),
       logger: this.host.logger,
@@ -157,7 +183,7 @@ export class Session {
     });
     on("messages.upsert", (u) => this.onUpsert(u.messages));
     // One-to-one receipts come as messages.update (status codes); group receipts as message-receipt.update.
-    on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status) }))));
+    on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status), networkCode: u.update.messageStubParameters?.[0] ?? undefined }))));
     on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, ...ofReceipt(u.receipt) }))));
     on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
@@ -267,7 +293,7 @@ export class Session {
     });
   }
 
-  /** The first QR of a pairing socket (or the latest one); null when the socket closed first. */
+  /** The first QR (or code) of a pairing socket, or the latest one; null when the socket closed first. */
   nextQr(timeoutMs: number): Promise<string | null> {
     if (this.latestQr) return Promise.resolve(this.latestQr);
     return new Promise((resolve) => {
@@ -290,9 +316,13 @@ export class Session {
         this.host.forget(this);
         return;
       }
-      this.latestQr = u.qr;
-      await this.host.leases.setQr(this.connectionId, encrypt(this.host.secretKey, u.qr));
-      for (const w of this.qrWaiters.splice(0)) w(u.qr);
+      // Pairing by code: the library can ask for one once the socket shows a QR, and a fresh one
+      // at each rotation, so the code refreshes as the QR would.
+      const shown = this.pairingPhone ? formatPairingCode(await socket.requestPairingCode(this.pairingPhone.replace(/\D/g, ""))) : u.qr;
+      if (this.socket !== socket) return;
+      this.latestQr = shown;
+      await this.host.leases.setQr(this.connectionId, encrypt(this.host.secretKey, shown));
+      for (const w of this.qrWaiters.splice(0)) w(shown);
     }
     if (u.connection === "open") {
       this.open = true;
@@ -540,7 +570,7 @@ export class Session {
         message_id: messageId,
         provider_message_id: u.key.id!,
         status: u.status!,
-        ...(u.status === "failed" && { error: { code: "network_error", message: "The network reported an error for this message." } }),
+        ...(u.status === "failed" && { error: networkError(u.networkCode) }),
         timestamp: u.at?.toISOString() ?? now,
       });
     }
@@ -574,11 +604,15 @@ export class Session {
     return { spec: media, ...fetched };
   }
 
+  /** Asks the network, in this session's turn (checks are throttled: number-checks.ts). */
   async checkNumber(phone: string): Promise<NumberCheck> {
+    if (!this.socket || !this.open) return { checked: false, onNetwork: null };
+    const started = Date.now();
+    if (!(await this.checks.turn(CHECK_TIMEOUT_MS))) return { checked: false, onNetwork: null };
     const socket = this.socket;
     if (!socket || !this.open) return { checked: false, onNetwork: null };
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), CHECK_TIMEOUT_MS)));
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), Math.max(0, CHECK_TIMEOUT_MS - (Date.now() - started)))));
     try {
       const found = await Promise.race([socket.onWhatsApp(phoneJid(phone)).catch(() => null), timeout]);
       if (!found) return { checked: false, onNetwork: null };
@@ -615,6 +649,8 @@ interface StatusUpdate {
   status: Status | null;
   /** When the receipt says it happened. */
   at?: Date | undefined;
+  /** The network's error code of a failed message (the library's messageStubParameters[0]). */
+  networkCode?: string | undefined;
 }
 
 type Seconds = number | { toString(): string } | null | undefined;

@@ -25,6 +25,7 @@ import makeWASocket, {
 } from "@whiskeysockets/baileys";
 import type { Logger } from "../../logger.js";
 import { isIgnoredJid } from "./translate.js";
+import { proxyAgent } from "./proxy.js";
 
 export interface EngineSocket {
   ev: { on<E extends keyof BaileysEventMap>(event: E, listener: (arg: BaileysEventMap[E]) => void): void };
@@ -36,6 +37,8 @@ export interface EngineSocket {
   sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined>;
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
   groupMetadata(jid: string): Promise<GroupMetadata>;
+  /** Pairing by code: the code for the phone number (digits only) to type under "Link with phone number". */
+  requestPairingCode(phoneNumber: string): Promise<string>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
   readMessages(keys: WAMessageKey[]): Promise<void>;
@@ -56,6 +59,10 @@ export interface SocketOptions {
   msgRetryCounterCache?: CacheStore | undefined;
   /** The client version to present (fetched at start and on a refusal, or BAILEYS_WA_VERSION). */
   version?: WAVersion | undefined;
+  /** The proxy the socket goes through (the connection's, else BAILEYS_PROXY_URL); none when absent. */
+  proxyUrl?: string | undefined;
+  /** Where the socket connects instead of the network (the tests' loopback stand-in server); never set in production. */
+  webSocketUrl?: string | undefined;
 }
 
 /** Where the network's current client version comes from: the network's own web client, else the library's published one. */
@@ -74,8 +81,11 @@ export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<E
 export const librarySocketFactory: SocketFactory = (options) => {
   // The library logs protocol nodes at debug and below (keys, message content): never let those through.
   const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
+  const agent = options.proxyUrl ? proxyAgent(options.proxyUrl) : undefined;
   const socket = makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
+    ...(agent && { agent, fetchAgent: agent }),
+    ...(options.webSocketUrl && { waWebSocketUrl: options.webSocketUrl }),
     getMessage: options.getMessage,
     cachedGroupMetadata: options.cachedGroupMetadata,
     shouldIgnoreJid: isIgnoredJid,

@@ -11,6 +11,7 @@ import { SandboxEngine, SANDBOX_ENGINE } from "./engine.js";
 import {
   ContactEditBody,
   ContactRevokeBody,
+  EnterCodeBody,
   FaultsBody,
   GroupBody,
   GroupChangeBody,
@@ -40,6 +41,9 @@ function controlRouter(engine: SandboxEngine): Router {
   const router = Router();
   router.post("/scan", async (req, res) => {
     res.status(200).json(await network.scan(parse(ScanBody, req.body, "body")));
+  });
+  router.post("/enter-code", async (req, res) => {
+    res.status(200).json(await network.enterCode(parse(EnterCodeBody, req.body, "body")));
   });
   router.post("/numbers", async (req, res) => {
     res.status(200).json(await network.declareNumber(parse(NumberBody, req.body, "body")));

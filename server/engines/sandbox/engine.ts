@@ -3,19 +3,20 @@
 // in its own tables; its reports reach the gateway over HTTP at the connection's callback URL, so
 // the callback path under test is always the real one. The control API (control.ts) plays the
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
+import { randomBytes } from "node:crypto";
 import type { DataSource } from "typeorm";
 import type { Media, PresenceState, Recipient } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
 import { EMPTY_ALLOW_LIST, type UrlCheckOptions } from "../../webhooks/address-policy.js";
-import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
+import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type PairingRequest } from "../engine.js";
 import { recipientAddress, SandboxConversations } from "./conversations.js";
 import { SandboxContact, SandboxSession, type Receipts } from "./entities.js";
 import { CallbackOutbox, type CallbackUrlResolver } from "./outbox.js";
 import { insertReportsSql, newProviderMessageId, reportRows, type QueuedReport } from "./reports.js";
 import type { Faults } from "./schemas.js";
-import { SandboxNetwork } from "./network.js";
+import { pairingCodeDigest, SandboxNetwork } from "./network.js";
 import { SandboxGroups } from "./groups.js";
 
 export const SANDBOX_ENGINE = "sandbox";
@@ -62,15 +63,20 @@ export class SandboxEngine implements Engine {
     await this.outbox.stop();
   }
 
-  /** A fresh opaque payload; it replaces the session's previous one, which no longer links. */
-  async startPairing(connection: EngineConnection): Promise<{ payload: string }> {
+  /**
+   * A fresh opaque payload to scan, or a code that links only when typed on the phone of
+   * `request.phone` (as on the real network); it replaces the session's previous one, which no
+   * longer links.
+   */
+  async startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }> {
     await this.latency();
-    const payload = `svc-sandbox-pair:${randomToken(24)}`;
+    const payload = request.method === "code" ? newPairingCode() : `svc-sandbox-pair:${randomToken(24)}`;
+    const digest = request.method === "code" ? pairingCodeDigest(payload, request.phone) : sha256(payload);
     await this.db.query(
       `INSERT INTO sandbox_sessions (connection_id, state, pairing_digest, running) VALUES ($1, 'pairing', $2, true)
        ON CONFLICT (connection_id) DO UPDATE SET pairing_digest = EXCLUDED.pairing_digest, updated_at = now(),
          state = CASE WHEN sandbox_sessions.state = 'linked' THEN 'linked' ELSE 'pairing' END`,
-      [connection.id, sha256(payload)],
+      [connection.id, digest],
     );
     return { payload };
   }
@@ -239,6 +245,13 @@ export class SandboxEngine implements Engine {
   }
 }
 
+/** The network's pairing-code alphabet (no 0, I, O, U: nothing to misread) and its shape, ABCD-EFGH. */
+const CODE_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTVWXYZ";
+
+function newPairingCode(): string {
+  const chars = [...randomBytes(8)].map((b) => CODE_ALPHABET[b % CODE_ALPHABET.length]!).join("");
+  return `${chars.slice(0, 4)}-${chars.slice(4)}`;
+}
 
 function sleep(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();

@@ -7,7 +7,7 @@ import { sha256 } from "../../secrets.js";
 import { SandboxDelivery } from "./entities.js";
 import { newProviderMessageId, queueReports, type QueuedReport } from "./reports.js";
 import type { ReactionEvent, EditedEvent, RevokedEvent, PollVoteEvent } from "../../../contract/index.js";
-import type { ContactRevokeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody, TypingBody } from "./schemas.js";
+import type { ContactRevokeBody, EnterCodeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody, TypingBody } from "./schemas.js";
 
 /** What the network got from the gateway: a message, or an action on one (product.md, "Conversations"). */
 export type Received =
@@ -66,19 +66,31 @@ export class SandboxNetwork {
 
   /** A phone scans a pairing payload: the session waiting for it links as that number. */
   async scan(body: ScanBody): Promise<{ phone: string }> {
+    return this.link(sha256(body.payload), body.phone, "pairing payload: no session waits for it (already scanned, replaced by a newer one, or never issued)");
+  }
+
+  /**
+   * The phone of `phone` types a pairing code: the session that showed it for that number links.
+   * A code typed on another phone links nothing, as on the real network.
+   */
+  async enterCode(body: EnterCodeBody): Promise<{ phone: string }> {
+    return this.link(pairingCodeDigest(body.code, body.phone), body.phone, "pairing code: no session waits for it from this phone (already used, replaced by a newer one, issued for another number, or never issued)");
+  }
+
+  private async link(digest: Buffer, phone: string, notFound: string): Promise<{ phone: string }> {
     const duplicate = (await this.faults()).duplicate_callbacks;
     await this.db.transaction(async (em) => {
       const linked = await rows<{ connection_id: string }>(
         em,
         `UPDATE sandbox_sessions SET state = 'linked', phone = $2, pairing_digest = NULL, updated_at = now()
           WHERE pairing_digest = $1 RETURNING connection_id`,
-        [sha256(body.payload), body.phone],
+        [digest, phone],
       );
-      if (!linked.length) throw ApiError.notFound("pairing payload: no session waits for it (already scanned, replaced by a newer one, or never issued)");
-      await queueReports(em, linked.map((s) => stateReport(s.connection_id, "connected", body.phone)), duplicate);
+      if (!linked.length) throw ApiError.notFound(notFound);
+      await queueReports(em, linked.map((s) => stateReport(s.connection_id, "connected", phone)), duplicate);
     });
     this.reported();
-    return { phone: body.phone };
+    return { phone };
   }
 
   async declareNumber(body: NumberBody): Promise<NumberBody> {
@@ -254,6 +266,11 @@ export class SandboxNetwork {
     return [...messages, ...acted].sort((a, b) => Date.parse(a.delivered_at) - Date.parse(b.delivered_at));
   }
 
+}
+
+/** What a session stores of a pairing code: bound to the number that must type it; the dash and case do not count. */
+export function pairingCodeDigest(code: string, phone: string): Buffer {
+  return sha256(`pairing-code:${phone}:${code.replace(/-/g, "").toUpperCase()}`);
 }
 
 function stateReport(connectionId: string, state: "connected" | "disconnected", phone?: string): QueuedReport {

@@ -8,6 +8,10 @@ const Phone = z.string().min(5).max(40);
 export const ScanBody = z.object({ payload: z.string().min(1).max(500), phone: Phone }).strict();
 export type ScanBody = z.infer<typeof ScanBody>;
 
+/** The phone types the pairing code shown for its number (ABCD-EFGH; the dash is optional). */
+export const EnterCodeBody = z.object({ code: z.string().regex(/^[0-9A-Za-z]{4}-?[0-9A-Za-z]{4}$/, "must be 8 letters and digits, as ABCD-EFGH"), phone: Phone }).strict();
+export type EnterCodeBody = z.infer<typeof EnterCodeBody>;
+
 export const Receipts = z.enum(["read", "delivered", "none"]);
 
 /** Declares (or re-declares) a contact; omitted fields take the undeclared defaults. */
