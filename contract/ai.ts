@@ -1,4 +1,4 @@
-// AI assistance (spec 2.6, 4.5). Bodies are `.strict()` (the policy says "no extra properties";
+// AI assistance (docs/ai.md). Bodies are `.strict()` (the policy says "no extra properties";
 // unknown fields are rejected everywhere).
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
@@ -78,7 +78,7 @@ export type AiPolicyList = z.infer<typeof AiPolicyList>;
 export const AiRunOutcome = z.enum(["drafted", "replied", "cost_limit_reached", "rate_limited", "human_active", "credential_missing", "vendor_error"]);
 export type AiRunOutcome = z.infer<typeof AiRunOutcome>;
 
-// Prompt hashes, usage, cost and outcome only: never prompt or completion text (spec 2.6).
+// Prompt hashes, usage, cost and outcome only: never prompt or completion text (docs/ai.md).
 export const AiRun = z.object({
   id: z.string().describe("Identifier with prefix `airun_`"),
   connection: z.string(),

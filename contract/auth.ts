@@ -1,4 +1,4 @@
-// Dashboard sign-in (spec 4.8, 5.9). Bodies are `.strict()`: unknown fields are rejected everywhere.
+// Dashboard sign-in (README.md, "The dashboard"). Bodies are `.strict()`: unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
 import { EmailAddress, NoBody, Role, problems, type RouteMetadata } from "./common.js";
@@ -15,7 +15,7 @@ export const SignInCode = z.string().regex(/^\d{6}$/, "must be the six digits fr
 
 // `code` is any string: the mailed code is six digits (`^\d{6}$`), but a code of another shape is
 // a wrong code, answered with the same 401 and counted as a failed attempt, so the verify answer
-// never differs by the guess's shape (spec 4.8: every verify failure is the same error). A body
+// never differs by the guess's shape (docs/decisions.md, "Identity": every verify failure is the same error). A body
 // without `code`, or with a non-string one, is a malformed request: 400 (docs/decisions.md).
 export const VerifyCodeBody = z
   .object({

@@ -45,7 +45,7 @@ export function chars(min = 0, max?: number, params?: RawCreateParams): ZodCharS
   return s;
 }
 
-/** Every scope a credential can carry (spec 5.1). `usage:read` exists but cannot be issued (2.5). */
+/** Every scope a credential can carry (docs/decisions.md, "Identity"). `usage:read` exists but cannot be issued. */
 export const ALL_SCOPES = [
   "messages:read",
   "messages:write",
@@ -63,7 +63,7 @@ export const ALL_SCOPES = [
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
 
-/** The twelve scopes an API key may be issued with (spec 2.5). */
+/** The twelve scopes an API key may be issued with (docs/decisions.md, "Identity"). */
 export const ISSUABLE_SCOPES = ALL_SCOPES.filter((s) => s !== "usage:read") as Exclude<Scope, "usage:read">[];
 export const IssuableScope = z.enum(ISSUABLE_SCOPES as [Exclude<Scope, "usage:read">, ...Exclude<Scope, "usage:read">[]]);
 export const ScopeSchema = z.enum(ALL_SCOPES);
@@ -95,7 +95,7 @@ export type PlanFeature = (typeof PLAN_FEATURES)[number];
 /**
  * How a route is authenticated, declared next to the route and enforced by one middleware.
  * `key`: an API key holding `scope` (no scope → any key, e.g. whoami). `session`: the dashboard
- * cookie. `key_or_session`: either (webhook endpoints, spec 5.11; connections, messages read, schedules and AI, for the dashboard); a session
+ * cookie. `key_or_session`: either (webhook endpoints; connections, messages read, schedules and AI, for the dashboard); a session
  * passes a read scope always and a write scope when its role may grant it (contract/permissions.ts). `mcp`: an API key with `scope`
  * or an OAuth access token. `none`: public.
  */
@@ -215,7 +215,7 @@ export const Timestamp = z.string().describe("RFC 3339 UTC instant");
 
 // ---- Added with the full contract (additions only; nothing above changes). ----
 
-/** A connection reference (its slug) wherever one is named: paths, queries, bodies (spec 8: 1-40). */
+/** A connection reference (its slug) wherever one is named: paths, queries, bodies (1-40 characters). */
 export const ConnectionRef = chars(1, 40);
 
 /** IANA timezone name; whether it exists is the server's check (400 with its own message). */

@@ -1,4 +1,4 @@
-// Connections (spec 2.2, 3.2, 4.2; states from product.md). Bodies are `.strict()`: unknown
+// Connections (docs/engines.md). Bodies are `.strict()`: unknown
 // fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
@@ -136,6 +136,7 @@ export const ConnectionSettings = z.object({
 export type ConnectionSettings = z.infer<typeof ConnectionSettings>;
 
 // A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
+// A key, or the dashboard's session (README.md, "The dashboard": it pairs phones with the cookie);
 // a session may change connections when its role may grant connections:write.
 const read = { security: { auth: "key_or_session", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;
 const write = { security: { auth: "key_or_session", scope: "connections:write" }, tag: "Connections" } satisfies RouteMetadata;

@@ -1,4 +1,4 @@
-// Hosted tool endpoint (spec 4.6b): Model Context Protocol over stateless streamable HTTP. The
+// Hosted tool endpoint (docs/mcp.md): Model Context Protocol over stateless streamable HTTP. The
 // JSON-RPC payloads are validated by the MCP layer, not here.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";

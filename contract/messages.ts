@@ -1,4 +1,4 @@
-// Messages (spec 2.1, 4.1). Request bodies are `.strict()`: the spec says no other fields are
+// Messages (docs/decisions.md, "Messaging"). Request bodies are `.strict()`: the spec says no other fields are
 // accepted, and we reject unknown fields on every body and query so that typos fail loudly.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
@@ -86,7 +86,7 @@ export function hasContent(m: { body?: string | null; media?: unknown; location?
   return (m.body != null && m.body.length > 0) || m.media != null || m.location != null;
 }
 
-// Optional for the server (product.md: a send without it is accepted, not deduplicated); the SDK
+// Optional for the server (docs/decisions.md, "Messaging": a send without it is accepted, not deduplicated); the SDK
 // always sends one. 1-255 printable ASCII characters.
 const IDEMPOTENCY_KEY_RULE = "must be 1-255 printable ASCII characters (U+0020 to U+007E)";
 export const SendMessageHeaders = z.object({
@@ -198,7 +198,7 @@ export type NumberCheck = z.infer<typeof NumberCheck>;
 
 const read = { security: { auth: "key", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
 const write = { security: { auth: "key", scope: "messages:write" }, tag: "Messages" } satisfies RouteMetadata;
-// The list, one message and the export are also the dashboard's (product.md, "Dashboard"): any member reads them.
+// The list, one message and the export are also the dashboard's (README.md, "The dashboard"): any member reads them.
 const readBySession = { security: { auth: "key_or_session", scope: "messages:read" }, tag: "Messages" } satisfies RouteMetadata;
 // Sending too, so a new user sends from the dashboard: a session whose role may grant messages:write
 // (owner, admin, developer), under every rule a key's send meets (docs/decisions.md).

@@ -1,4 +1,4 @@
-// OAuth 2.1 authorization server for the tool endpoint (spec 4.9, 5.6-5.8; RFC 6749, 7591, 7636,
+// OAuth 2.1 authorization server for the tool endpoint (docs/mcp.md; RFC 6749, 7591, 7636,
 // 8707). Unlike the rest of the API these inputs are NOT strict: RFC 6749 (3.1, 3.2) says unknown
 // request parameters MUST be ignored and RFC 7591 allows extra client metadata. Errors of the
 // register and token endpoints use the RFC 6749 shape `{error, error_description}`, not Problem.

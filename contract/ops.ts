@@ -1,4 +1,4 @@
-// Operational routes that live in the contract (spec 4.10): the OpenAPI document and the transport
+// Operational routes that live in the contract (docs/engines.md, "The callback wire format"): the OpenAPI document and the transport
 // callback. /healthz, /readyz, /metrics and /.well-known/* are served outside ts-rest.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
@@ -17,7 +17,7 @@ export const ProviderCallbackParams = z.object({
 });
 export type ProviderCallbackParams = z.infer<typeof ProviderCallbackParams>;
 
-// The payload is ours to define (spec: not shown): engines translate their native events into
+// The payload is ours to define (not shown): engines translate their native events into
 // these three. Strict like every body: an engine sending unknown fields is a bug to surface.
 export const ConnectionStateEvent = z
   .object({

@@ -1,4 +1,4 @@
-// The permission matrix of product.md, as data. Every role check reads this table: the server's
+// The permission matrix, as data. Every role check reads this table: the server's
 // (server/workspace/roles.ts) and the dashboard's, which offers only what the member may grant.
 import { ISSUABLE_SCOPES, type Role, type Scope } from "./common.js";
 

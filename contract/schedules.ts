@@ -1,4 +1,4 @@
-// Schedules (spec 2.3, 3.3, 4.3). Bodies are `.strict()` ("no extra properties"); unknown fields
+// Schedules (docs/schedules.md). Bodies are `.strict()` ("no extra properties"); unknown fields
 // are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// Members and invitations (spec 2.7, 4.7; permissions from product.md). Bodies are `.strict()`:
+// Members and invitations (docs/decisions.md, "Identity"; permissions from contract/permissions.ts). Bodies are `.strict()`:
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// Webhook endpoints (spec 2.4, 4.4, 5.11, 6; catalogue from product.md). Bodies are `.strict()`:
+// Webhook endpoints (docs/webhooks.md). Bodies are `.strict()`:
 // unknown fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
@@ -7,7 +7,7 @@ import { Schedule } from "./schedules.js";
 
 const c = initContract();
 
-/** Every event a webhook endpoint can subscribe to (product.md). */
+/** Every event a webhook endpoint can subscribe to (docs/webhooks.md). */
 export const WEBHOOK_EVENTS = [
   "message.received",
   "message.queued",
@@ -157,7 +157,7 @@ export type ListWebhookDeliveriesQuery = z.infer<typeof ListWebhookDeliveriesQue
 export const WebhookDeliveryParams = z.object({ id: chars(1, 64), deliveryId: chars(1, 64) });
 
 // Spec 4.4 marks session auth; 5.11 also lets a key with webhooks:write register its own endpoint.
-// A session must also hold a role that may manage webhook endpoints (product.md, Roles).
+// A session must also hold a role that may manage webhook endpoints (docs/webhooks.md).
 const read = { security: { auth: "key_or_session", scope: "webhooks:read" }, tag: "Webhooks" } satisfies RouteMetadata;
 const write = { security: { auth: "key_or_session", scope: "webhooks:write" }, tag: "Webhooks" } satisfies RouteMetadata;
 

@@ -1,4 +1,4 @@
-// Workspace, usage and API keys (spec 2.5, 4.6, 5). Bodies and queries are `.strict()`: unknown
+// Workspace, usage and API keys (docs/decisions.md, "Identity"). Bodies and queries are `.strict()`: unknown
 // fields are rejected everywhere.
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";

@@ -1,8 +1,9 @@
-// Deferred sends: at send_at a message leaves `scheduled` for the hand-off queue. Each scheduled
-// message gets a job at its send_at; a sweep every minute releases any whose job was lost (for
-// example when the process stopped between the commit and the job's creation).
+// Deferred sends: at send_at a message leaves `scheduled` for the hand-off queue. The release job
+// is written to the job outbox by the statement that accepts the message (or reschedules it), so
+// every scheduled message has one; a job that finds its message not due (rescheduled later) or
+// no longer scheduled does nothing.
 import type { AppContext } from "../server/context.js";
-import { MESSAGE_RELEASE_JOB, MESSAGES_SWEEP_JOB, MessageReleasePayload } from "./names.js";
+import { MESSAGE_RELEASE_JOB, MessageReleasePayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
 
 export function messageReleaseJob(ctx: AppContext): JobDefinition<unknown> {
@@ -12,16 +13,6 @@ export function messageReleaseJob(ctx: AppContext): JobDefinition<unknown> {
     async run(data) {
       const { message_id } = MessageReleasePayload.parse(data);
       await ctx.services.messageLifecycle.release(message_id);
-    },
-  };
-}
-
-export function scheduledSweepJob(ctx: AppContext): JobDefinition<unknown> {
-  return {
-    name: MESSAGES_SWEEP_JOB,
-    concurrency: 1,
-    async run() {
-      await ctx.services.messageLifecycle.releaseOverdue();
     },
   };
 }

@@ -4,18 +4,17 @@
 import { z } from "zod";
 
 export const MESSAGE_RELEASE_JOB = "message.release";
-export const MESSAGES_SWEEP_JOB = "messages.sweep-scheduled";
 export const CONNECTION_PURGE_JOB = "connection.purge";
 export const WEBHOOK_RETRY_JOB = "webhook.retry";
-export const WEBHOOK_PRUNE_JOB = "webhooks.prune";
-export const IDEMPOTENCY_PRUNE_JOB = "idempotency.prune";
-export const OAUTH_PRUNE_JOB = "oauth.prune";
-export const RATE_LIMIT_PRUNE_JOB = "rate-limits.prune";
-export const EVENTS_PRUNE_JOB = "events.prune";
+/** Hourly: every table that only grows, kept bounded (jobs/prune.ts). */
+export const PRUNE_JOB = "tables.prune";
+/** Recurring jobs of earlier versions, removed from the backend at start. */
+export const RETIRED_JOBS = ["webhooks.prune", "idempotency.prune", "oauth.prune", "rate-limits.prune", "messages.sweep-scheduled", "ai.sweep"];
 /** An AI run of one (connection, contact), at its debounce row's due time (server/ai/runs.ts). */
 export const AI_RUN_JOB = "ai.run";
-/** Finds debounce rows whose job was lost and runs whose process died. */
-export const AI_SWEEP_JOB = "ai.sweep";
+
+/** The jobs written to the job outbox (server/db/job-outbox.ts) and relayed to Agenda (jobs/outbox.ts). */
+export type JobName = typeof MESSAGE_RELEASE_JOB | typeof WEBHOOK_RETRY_JOB | typeof AI_RUN_JOB | typeof CONNECTION_PURGE_JOB;
 
 /** Recurring schedule-firing lanes, one job name each (jobs/schedule-fire.ts). */
 export function scheduleFireJobName(lane: number): string {

@@ -28,8 +28,16 @@ export interface JobDefinition<T = unknown> {
   lockLifetimeMs?: number;
   /** Delete a one-time job's row once it succeeded (jobs created per item, e.g. webhook retries). */
   removeOnComplete?: boolean;
+  /**
+   * Renew the lock every third of its lifetime while the job runs: a job that may run longer than
+   * its lock keeps it, and a process that dies gives it back within one short lifetime.
+   */
+  heartbeat?: boolean;
   run(data: T): Promise<void>;
 }
+
+/** How long a heartbeat job retries through a database outage (its lock is renewed meanwhile). */
+const HEARTBEAT_RETRY_WINDOW_MS = 60_000;
 
 export class JobRunner {
   readonly agenda: Agenda;
@@ -143,14 +151,17 @@ export class JobRunner {
     this.agenda.define<T>(
       job.name,
       async (j) => {
+        const renew = job.heartbeat ? setInterval(() => void j.touch().catch(() => undefined), lockLifetime / 3) : undefined;
         try {
           // A job that meets a database outage (Agenda may have fetched it before the outage began)
           // runs again once the database is back, within half its lock, rather than being marked
-          // failed and left to a sweep. Jobs are idempotent, so running again is safe.
-          await retryWhileUnavailable(() => job.run(j.attrs.data), lockLifetime / 2);
+          // failed. Jobs are idempotent, so running again is safe.
+          await retryWhileUnavailable(() => job.run(j.attrs.data), job.heartbeat ? HEARTBEAT_RETRY_WINDOW_MS : lockLifetime / 2);
         } catch (err) {
           this.logger.error({ err, job: job.name }, "job failed");
           throw err;
+        } finally {
+          clearInterval(renew);
         }
       },
       { concurrency: job.concurrency ?? 5, lockLifetime, removeOnComplete: job.removeOnComplete ?? false },

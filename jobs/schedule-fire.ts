@@ -36,6 +36,6 @@ export function scheduleFireJobs(ctx: AppContext): JobDefinition<unknown>[] {
 
 export async function scheduleScheduleFiring(ctx: AppContext): Promise<void> {
   for (let lane = 0; lane < lanes(ctx); lane++) {
-    await ctx.jobs.agenda.every(SCHEDULE_FIRE_INTERVAL, scheduleFireJobName(lane), {}, { skipImmediate: false } as never);
+    await ctx.jobs.agenda.every(SCHEDULE_FIRE_INTERVAL, scheduleFireJobName(lane), {}, { skipImmediate: false });
   }
 }

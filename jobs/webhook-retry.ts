@@ -1,9 +1,8 @@
-// Webhook retries (product.md): after a failed attempt the delivery row records its next attempt
-// time and a `webhook.retry` job is scheduled for that moment. The job only names the delivery;
-// the row decides: a delivery that succeeded, was resent or was canceled meanwhile, or that the
-// worker loop already took, is left alone. Agenda delivers at least once and the claim makes a
-// second run a no-op; a job that was never created is covered by the worker loop, which takes any
-// retry more than a minute overdue (server/webhooks/delivery.ts).
+// Webhook retries (docs/webhooks.md): the statement that records a failed attempt sets the
+// delivery's next attempt time and writes a `webhook.retry` job for that moment into the job
+// outbox (jobs/outbox.ts relays it). The job only names the delivery; the row decides: a delivery
+// that succeeded, was resent or was canceled meanwhile is left alone. Agenda delivers at least
+// once and the claim makes a second run a no-op.
 import type { AppContext } from "../server/context.js";
 import { WEBHOOK_RETRY_JOB, WebhookRetryPayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { ENGINE_NAMES, ProxyUrl, type EngineName } from "../contract/connections.js";
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
-import { parseAllowList, type AllowList } from "./webhooks/address-policy.js";
+import { parseAllowList, type AllowList } from "./outbound/address-policy.js";
 
 /** The largest AI_VENDOR_TIMEOUT_S: a run's lease (server/ai/runs.ts) outlasts it with a send to spare. */
 export const AI_VENDOR_TIMEOUT_MAX_S = 150;

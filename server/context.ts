@@ -11,6 +11,8 @@ import type { Metrics } from "./ops/metrics.js";
 import { TeamService } from "./team/service.js";
 import { WorkspaceService } from "./workspace/service.js";
 import type { JobRunner } from "../jobs/runner.js";
+import { JobRelay } from "../jobs/outbox.js";
+import type { DatabaseListener } from "./db/listener.js";
 import type { EngineRegistry } from "./engines/engine.js";
 import { MessageDispatcher } from "./messages/dispatcher.js";
 import { MessageLifecycle } from "./messages/lifecycle.js";
@@ -23,9 +25,7 @@ import { ScheduleService } from "./schedules/service.js";
 import { WebhookDeliverer } from "./webhooks/delivery.js";
 import { WebhookFanout } from "./webhooks/fanout.js";
 import { WebhookEndpointService } from "./webhooks/service.js";
-import { AI_RUN_JOB, WEBHOOK_RETRY_JOB, type AiRunPayload, type WebhookRetryPayload } from "../jobs/names.js";
 import { AiRunner } from "./ai/runs.js";
-import { afterAccepted } from "./messages/accepted.js";
 
 export interface AppContext {
   config: Config;
@@ -38,12 +38,17 @@ export interface AppContext {
   engines: EngineRegistry;
   /** Resolved API keys of this process (server/auth/key-cache.ts). */
   keyCache: ApiKeyCache;
+  /** This process's LISTEN connection (server/db/listener.ts). */
+  listener: DatabaseListener;
   /** Reads new events once per tick for every open dashboard event stream (server/events/stream.ts). */
   eventFeed: EventFeed;
   /** Hands accepted messages to their engine (started only when config.dispatch.enabled). */
   dispatcher: MessageDispatcher;
   services: Services;
 }
+
+/** With NOTIFY svc_events waking it, the fan-out's poll is only the fallback for a lost LISTEN connection. */
+const FANOUT_POLL_WITH_NOTIFY_MS = 1_000;
 
 export interface Services {
   signIn: SignInService;
@@ -66,52 +71,34 @@ export interface Services {
   webhookFanout: WebhookFanout;
   /** AI runs: claimed and worked on by `ai.run` jobs (jobs/ai-run.ts), listed by GET /v1/ai/runs. */
   aiRuns: AiRunner;
+  /** Hands the job outbox's rows to Agenda (a loop, started with the gateway). */
+  jobRelay: JobRelay;
 }
 
 export function createDispatcher(deps: Omit<AppContext, "services" | "dispatcher">): MessageDispatcher {
   return new MessageDispatcher(deps.db, deps.config, deps.engines, deps.logger);
 }
 
-/** One `ai.run` job for a (connection, contact) at `at` (jobs/ai-run.ts). */
-function aiRunScheduler(jobs: JobRunner) {
-  return async (connectionId: string, contact: string, at: Date): Promise<void> => {
-    await jobs.agenda.schedule(at, AI_RUN_JOB, { connection_id: connectionId, contact } satisfies AiRunPayload);
-  };
-}
-
 /**
  * What engines report, over the HTTP callback route or in process (the Baileys engine): built
  * before the engines, which report through it, and shared with the services.
  */
-export function createProviderCallbacks(deps: Pick<AppContext, "db" | "config" | "jobs" | "logger">): ProviderCallbackService {
-  const schedule = aiRunScheduler(deps.jobs);
-  return new ProviderCallbackService(deps.db, {
-    aiDebounceMs: deps.config.ai.debounceMs,
-    // The debounce rows are committed with the inbound messages; a job lost here is found by the sweep.
-    async onAiDue(due) {
-      for (const d of due) {
-        await schedule(d.connectionId, d.contact, d.dueAt).catch((err: unknown) => deps.logger.warn({ err }, "AI run job not created; the sweep will create it"));
-      }
-    },
-  });
+export function createProviderCallbacks(deps: Pick<AppContext, "db" | "config">): ProviderCallbackService {
+  return new ProviderCallbackService(deps.db, { aiDebounceMs: deps.config.ai.debounceMs });
 }
 
 export function createServices(deps: Omit<AppContext, "services"> & Pick<Services, "providerCallbacks">): Services {
-  const sender = new MessageSender(deps.db);
+  const sender = new MessageSender(deps.db, () => deps.dispatcher.wake());
   const webhookDeliverer = new WebhookDeliverer(deps.db, deps.logger, {
     secretKey: deps.config.secretKey,
     allowPrivate: deps.config.webhooks.allowPrivate,
     timeoutMs: deps.config.webhooks.timeoutMs,
     ...(deps.config.webhooks.retryScheduleMs ? { retryScheduleMs: deps.config.webhooks.retryScheduleMs } : {}),
-    // One job at the delivery's next_attempt_at (jobs/webhook-retry.ts).
-    scheduleRetry: async (deliveryId, at) => {
-      await deps.jobs.agenda.schedule(at, WEBHOOK_RETRY_JOB, { delivery_id: deliveryId } satisfies WebhookRetryPayload);
-    },
   });
-  const connections = new ConnectionService(deps.db, deps.config, deps.engines, deps.jobs, deps.logger);
+  const connections = new ConnectionService(deps.db, deps.config, deps.engines, deps.logger);
   const services: Services = {
     sender,
-    messageLifecycle: new MessageLifecycle(deps.db, deps.jobs, deps.logger, () => deps.dispatcher.wake()),
+    messageLifecycle: new MessageLifecycle(deps.db, () => deps.dispatcher.wake()),
     signIn: new SignInService(deps.db, deps.mailer, deps.logger, deps.config.secretKey),
     apiKeys: new ApiKeyService(deps.db, deps.keyCache),
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
@@ -127,15 +114,14 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
       onResend: () => webhookDeliverer.wake(),
     }),
     webhookDeliverer,
-    webhookFanout: new WebhookFanout(deps.db, deps.logger, () => webhookDeliverer.wake()),
+    webhookFanout: new WebhookFanout(deps.db, deps.logger, () => webhookDeliverer.wake(), deps.listener.enabled ? { idlePollMs: FANOUT_POLL_WITH_NOTIFY_MS } : {}),
     aiRuns: new AiRunner(deps.db, sender, deps.logger, {
       secretKey: deps.config.secretKey,
       allowPrivate: deps.config.webhooks.allowPrivate,
       vendorTimeoutMs: deps.config.ai.vendorTimeoutMs,
       onUsageOverLimit: (provider) => deps.metrics.aiUsageOverLimit.inc({ provider }),
-      afterSend: (accepted) => afterAccepted({ services, dispatcher: deps.dispatcher }, accepted, deps.logger),
-      schedule: aiRunScheduler(deps.jobs),
     }),
+    jobRelay: new JobRelay(deps.db, deps.jobs, deps.logger),
   };
   return services;
 }

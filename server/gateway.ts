@@ -1,5 +1,8 @@
 // Assembling the process: http (probes only) → database → jobs → the full app, and taking it apart again in reverse.
 import { ApiKeyCache } from "./auth/key-cache.js";
+import { DatabaseListener } from "./db/listener.js";
+import { JOBS_CHANNEL } from "../jobs/outbox.js";
+import { EVENTS_CHANNEL } from "./webhooks/fanout.js";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -79,7 +82,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const db = database.dataSource;
     metrics.countConnectionsWith(() => rows(db, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`));
     // Engines report through it, so inbound messages start AI runs whatever engine received them.
-    const providerCallbacks = createProviderCallbacks({ db, config, jobs: runner, logger });
+    const providerCallbacks = createProviderCallbacks({ db, config });
     if (config.sandboxEnabled) engines.register(createSandboxEngine({ db, config, logger }));
     // Always registered: a connection keeps the engine it was created with, whatever TRANSPORT says now.
     engines.register(
@@ -100,15 +103,18 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       }),
     );
     // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
-    // up on every request there.
-    const keyCache = new ApiKeyCache(database.sharedSession ? null : database.url, logger);
-    await keyCache.start();
-    opened.push({ close: () => keyCache.stop() });
+    // up on every request there, and the job relay and the webhook fan-out poll.
+    const listener = new DatabaseListener(database.sharedSession ? null : database.url, logger);
+    const keyCache = new ApiKeyCache(database.sharedSession ? null : listener);
     const eventFeed = new EventFeed(database.dataSource);
-    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, eventFeed };
+    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, listener, eventFeed };
     const base = { ...deps, dispatcher: createDispatcher(deps) };
     const started: AppContext = { ...base, services: createServices({ ...base, providerCallbacks }) };
     ctx = started;
+    listener.on(JOBS_CHANNEL, () => started.services.jobRelay.wake());
+    listener.on(EVENTS_CHANNEL, () => started.services.webhookFanout.wake());
+    await listener.start();
+    opened.push({ close: () => listener.stop() });
     await defineJobs(started);
     // The database may drop (or refuse: too many connections) between opening and here: the first
     // writes wait for it as well. Each is safe to repeat.
@@ -127,12 +133,15 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     for (const o of opened.reverse()) await o.close();
     throw err;
   }
-  const { engines, keyCache, mailer } = ctx;
-  if (config.dispatch.enabled) ctx.dispatcher.start();
-  ctx.services.webhookFanout.start();
-  ctx.services.webhookDeliverer.start();
+  const { engines, mailer } = ctx;
+  // Every loop of the process, in one list: started in this order, stopped in reverse with what
+  // was opened before them (the job runner, the LISTEN connection, the mailer, the database).
   const eventSinks = createEventSinks(ctx);
-  eventSinks.start();
+  const loops = [...(config.dispatch.enabled ? [ctx.dispatcher] : []), ctx.services.webhookDeliverer, ctx.services.webhookFanout, ctx.services.jobRelay, eventSinks];
+  for (const loop of loops) {
+    loop.start();
+    opened.push({ close: () => loop.stop() });
+  }
 
   let stopping = false;
   handler = createApp(ctx, {
@@ -170,14 +179,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
         setTimeout(() => server.closeAllConnections(), 10_000).unref();
       });
-      await ctx.dispatcher.stop();
-      await ctx.services.webhookFanout.stop();
-      await ctx.services.webhookDeliverer.stop();
-      await eventSinks.stop();
-      await jobs.stop();
-      await keyCache.stop();
-      mailer.close();
-      await database.close();
+      for (const o of opened.reverse()) await o.close();
     },
   };
 }

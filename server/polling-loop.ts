@@ -4,7 +4,8 @@
 // turn, unless `wake()` ends the wait early (this process just made work). A full batch is
 // followed at once by the next, since more is likely waiting. Failed turns back off (doubling up
 // to MAX_BACKOFF_MS) so that an outage is not hammered, and the loop resumes by itself after it.
-import { backoffMs, isDatabaseUnavailable, unavailableReason } from "./db/availability.js";
+import { backoffMs } from "./backoff.js";
+import { isDatabaseUnavailable, unavailableReason } from "./db/availability.js";
 import type { Logger } from "./logger.js";
 
 /** Longest wait between failed turns: the loop is back within this long after the database is. */
@@ -34,6 +35,8 @@ export class PollingLoop {
   private isRunning = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** wake() was called while a tick ran: the next turn starts without waiting. */
+  private woken = false;
 
   constructor(private readonly options: PollingLoopOptions) {}
 
@@ -55,9 +58,10 @@ export class PollingLoop {
     await this.loop;
   }
 
-  /** Ends the current idle wait at once; does nothing while a tick runs. */
+  /** Ends the current idle wait at once; called while a tick runs, the next turn follows it at once. */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.woken = true;
   }
 
   private async run(): Promise<void> {
@@ -66,6 +70,7 @@ export class PollingLoop {
     const maxBackoffMs = this.options.maxBackoffMs ?? MAX_BACKOFF_MS;
     let failures = 0;
     while (this.isRunning) {
+      this.woken = false;
       let done = 0;
       try {
         done = await tick();
@@ -81,7 +86,7 @@ export class PollingLoop {
         else if (failures === 1) logger.warn({ reason: outage.reason(err) }, `${errorMessage}: ${outage.what} unavailable; backing off until it is back`);
       }
       if (failures > 0) await this.idle(Math.max(idleMs, backoffMs(failures, idleMs, maxBackoffMs)));
-      else if (!full(done) && this.isRunning) await this.idle(idleMs);
+      else if (!full(done) && !this.woken && this.isRunning) await this.idle(idleMs);
     }
   }
 

@@ -13,7 +13,7 @@ import {
   isAllowListed,
   parseAllowList,
   parseAllowListEnv,
-} from "../server/webhooks/address-policy.js";
+} from "../server/outbound/address-policy.js";
 import { fakeLookup } from "./support/lookup.js";
 
 const ALLOW = true;

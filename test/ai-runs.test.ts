@@ -1,24 +1,26 @@
-// AI runs end to end (product.md "AI assistance"): inbound messages through the sandbox, the real
+// AI runs end to end (docs/ai.md): inbound messages through the sandbox, the real
 // vendor SDKs against loopback vendors (test/support/vendors.ts), replies back through the sandbox,
 // drafts through a real webhook receiver, every ceiling at its boundary. Both databases.
 //
 // Runs that need settings of their own (a short vendor timeout, an empty outbound allow-list) are
 // worked by a second AiRunner on the test gateway's database, with the gateway's own runner
-// standing aside meanwhile (its jobs bounce a second later until it is started again).
+// standing aside meanwhile: its `ai.run` jobs bounce a second later until it takes part again.
 import { createHash, randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { aiSweepJob } from "../jobs/ai-run.js";
+import { aiRunJob } from "../jobs/ai-run.js";
+import { AI_RUN_JOB } from "../jobs/names.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { AiRunner, buildContext, costMicros, countedUsage, type AiRunnerOptions } from "../server/ai/runs.js";
 import { vendorRequestBody, type VendorRequest } from "../server/ai/vendor.js";
 import { newId } from "../server/ids.js";
 import { createLogger } from "../server/logger.js";
-import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST } from "../server/outbound/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
 import { CHILD_READY_MS, jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
+import { queuedJobs } from "./support/jobs.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
 import { sleep, waitFor } from "./support/wait.js";
@@ -27,6 +29,24 @@ import { Receiver } from "./support/webhook-receiver.js";
 const db = () => testEnv().gateway.ctx.db;
 const sha256 = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
 const gatewayRunner = () => testEnv().gateway.ctx.services.aiRuns;
+
+/** While true, the test gateway's `ai.run` jobs are put off by a second each time they fall due. */
+let gatewayAside = false;
+/** The test gateway's `ai.run` job, redefined to stand aside while `gatewayAside` is true. */
+function gateGatewayJobs(): void {
+  const ctx = testEnv().gateway.ctx;
+  const job = aiRunJob(ctx);
+  ctx.jobs.define({
+    ...job,
+    async run(data) {
+      if (gatewayAside) await ctx.jobs.agenda.schedule(new Date(Date.now() + 1_000), AI_RUN_JOB, data);
+      else await job.run(data);
+    },
+  });
+}
+const standAside = (aside: boolean) => {
+  gatewayAside = aside;
+};
 
 /** The message id the gateway gave an inbound message, by the sandbox's provider id. */
 async function inboundId(t: AiConnection, providerId: string): Promise<string> {
@@ -43,8 +63,6 @@ function ownRunner(options: Partial<AiRunnerOptions> = {}): AiRunner {
   return new AiRunner(ctx.db, ctx.services.sender, createLogger("silent"), {
     secretKey: ctx.config.secretKey,
     allowPrivate: ctx.config.webhooks.allowPrivate,
-    afterSend: async () => ctx.dispatcher.wake(),
-    schedule: async () => undefined,
     ...options,
   });
 }
@@ -67,6 +85,7 @@ describe("AI runs", function () {
   let one: VendorServer;
   let two: VendorServer;
   before(async () => {
+    gateGatewayJobs();
     one = await startVendorOne();
     two = await startVendorTwo();
   });
@@ -74,7 +93,7 @@ describe("AI runs", function () {
     await one.close();
     await two.close();
   });
-  afterEach(() => gatewayRunner().start());
+  afterEach(() => standAside(false));
 
   describe("auto and draft modes", () => {
     for (const provider of ["vendorone_compatible", "vendortwo"] as const) {
@@ -183,8 +202,8 @@ describe("AI runs", function () {
         }[];
         expect(row!.message_id).to.equal(secondId);
         expect(row!.due_at.getTime()).to.be.greaterThan(row!.first_at.getTime() + debounceMs());
-        const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
-        expect(jobs!.n).to.equal(1);
+        // Written by the statement that stored the first message: in the outbox, or relayed to Agenda already.
+        expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
       } finally {
         await jobRunner.start();
       }
@@ -249,29 +268,26 @@ describe("AI runs", function () {
       expect(one.requests.length - before).to.equal(1);
     });
 
-    it("runs a debounce row whose job was lost once the sweep finds it", async () => {
-      const t = await aiConnection(one, "vendorone_compatible", { enabled: false });
+    it("writes the run's job with the debounce row, and a job that comes early writes one for the row's due time", async () => {
+      const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
-      const providerId = await t.inbound(contact, "job lost");
-      const message = await inboundId(t, providerId);
-      await t.setPolicy({ enabled: true });
-      // The row committed with the message, the job never created (the process died in between).
-      await db().query(`INSERT INTO ai_debounce (connection_id, contact, workspace_id, message_id, first_at, due_at) VALUES ($1, $2, $3, $4, now(), now())`, [
-        t.connectionId,
-        contact,
-        t.ws.id,
-        message,
-      ]);
-      await aiSweepJob(testEnv().gateway.ctx).run({});
-      const [run] = await t.waitRuns(1);
-      expect(run).to.include({ message_id: message, outcome: "replied" });
+      standAside(true);
+      await t.inbound(contact, "job with the row");
+      await waitFor(() => db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]) as Promise<unknown[]>, (r) => r.length > 0);
+      // The job is in the outbox or already relayed to Agenda: never neither.
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
+      // Early (the row is not due yet): the job leaves the row alone and queues one for its due time.
+      await db().query(`UPDATE ai_debounce SET due_at = now() + interval '1 hour' WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]);
+      await ownRunner().runDue(t.connectionId, contact);
+      expect(await t.runs()).to.deep.equal([]);
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(2);
     });
 
     it("lets only one of two processes claim a due run", async () => {
       const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
       one.reply(() => ({ text: "once", delayMs: 200 }));
-      gatewayRunner().stop();
+      standAside(true);
       const before = one.requests.length;
       await t.inbound(contact, "who takes this?");
       await waitDue(t, contact);
@@ -281,7 +297,7 @@ describe("AI runs", function () {
       await waitFor(() => received(contact), (r) => r.length === 1);
     });
 
-    it("keeps a burst across a SIGKILL: exactly one run after the restart, even with its job lost", async function () {
+    it("keeps a burst across a SIGKILL: exactly one run after the restart", async function () {
       // Its own waits, each bounded: two child start-ups, the run (30 s), the rest.
       this.timeout(2 * CHILD_READY_MS + 30_000 + 30_000);
       const t = await aiConnection(two, "vendortwo");
@@ -290,7 +306,7 @@ describe("AI runs", function () {
       // This test's processes work the runs; the test gateway's runner stands aside. (Its job
       // runner keeps going while the first child lives: a child killed while holding recurring
       // jobs would keep them locked from the test gateway for their lock's lifetime.)
-      gatewayRunner().stop();
+      standAside(true);
       const first = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
       try {
         await sandbox("POST", "/inbound", { to: t.linked, from: contact, body: "before the crash" }, first.url);
@@ -298,8 +314,6 @@ describe("AI runs", function () {
       } finally {
         await first.kill();
       }
-      // Whatever job was queued for it is gone too: only the debounce row is left.
-      await db().query(`DELETE FROM agenda_jobs WHERE name = 'ai.run'`);
       expect(await t.runs()).to.deep.equal([]);
       await jobsLeftToChildren(async () => {
         const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
@@ -321,7 +335,7 @@ describe("AI runs", function () {
     it("resumes a run whose holder died: pending runs from the start, calling is recorded (or finished as replied when its reply exists)", async () => {
       const t = await aiConnection(one, "vendorone_compatible", { input_cost_micros_per_million: 1_000_000 });
       const contact = uniquePhone("+1551");
-      gatewayRunner().stop();
+      standAside(true);
       const providerId = await t.inbound(contact, "cut off mid-run");
       const message = await inboundId(t, providerId);
       // The claim happened, then the process died: a pending run with a lease that has passed.
@@ -349,7 +363,7 @@ describe("AI runs", function () {
       );
 
       const before = one.requests.length;
-      gatewayRunner().start();
+      standAside(false);
       await gatewayRunner().runDue(t.connectionId, contact);
       const byId = new Map((await t.runs()).map((r) => [r.id, r]));
       expect(byId.get(pending)).to.include({ outcome: "replied", message_id: message });
@@ -606,7 +620,7 @@ describe("AI runs", function () {
         const t = await aiConnection(two, "vendortwo");
         const contact = uniquePhone("+1551");
         two.reply(() => script);
-        gatewayRunner().stop();
+        standAside(true);
         const before = two.requests.length;
         await t.inbound(contact, "are you there?");
         // The bound ends a hang in a second; the retries of a status fit well within 20 s.
@@ -635,7 +649,7 @@ describe("AI runs", function () {
     it("refuses a private base_url at call time unless OUTBOUND_ALLOW_PRIVATE opens it", async () => {
       const t = await aiConnection(one, "vendorone_compatible");
       const contact = uniquePhone("+1551");
-      gatewayRunner().stop();
+      standAside(true);
       const before = one.requests.length;
       await t.inbound(contact, "private?");
       await runWith({ allowPrivate: EMPTY_ALLOW_LIST }, t, contact);
@@ -643,7 +657,7 @@ describe("AI runs", function () {
       expect(run).to.include({ outcome: "vendor_error", error: "vendor_address_refused", prompt_sha256: null, cost_micros: 0, latency_ms: null });
       expect(one.requests.length).to.equal(before);
       // The gateway's own runner has 127.0.0.0/8 allowed: the next message is answered.
-      gatewayRunner().start();
+      standAside(false);
       await t.inbound(contact, "and now?");
       expect((await t.waitRuns(2))[0]!.outcome).to.equal("replied");
       expect(one.requests.length - before).to.equal(1);
@@ -691,19 +705,22 @@ describe("AI runs", function () {
   });
 
   describe("on the Baileys engine", () => {
-    it("creates the run's job with the inbound message (not at the next sweep) and replies through the socket", async () => {
+    it("creates the run's job with the inbound message and replies through the socket", async () => {
       const t = await aiConnection(one, "vendorone_compatible", {}, { engine: "baileys" });
       const socket = await liveSocket(t.connectionId, (s) => s.user !== undefined);
       const contact = uniquePhone("+1551");
       const jid = `${contact.slice(1)}@s.whatsapp.net`;
       one.reply(() => ({ text: "answered over Baileys" }));
+      // The test gateway's runner stands aside while the job is counted (its jobs wait, keeping their outbox key).
+      standAside(true);
       socket.emit("messages.upsert", {
         type: "notify",
         messages: [{ key: { id: `IN${randomBytes(8).toString("hex").toUpperCase()}`, remoteJid: jid, fromMe: false }, message: { conversation: "open today?" }, messageTimestamp: Math.floor(Date.now() / 1000) }],
       });
       await waitFor(() => db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [t.connectionId, contact]) as Promise<unknown[]>, (r) => r.length > 0);
-      const [jobs] = (await db().query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'ai.run' AND data->>'contact' = $1`, [contact])) as { n: number }[];
-      expect(jobs!.n).to.equal(1);
+      // Written by the statement that stored the message: in the outbox, or relayed to Agenda already.
+      expect(await queuedJobs(db(), "ai.run", "contact", contact)).to.equal(1);
+      standAside(false);
       const [run] = await t.waitRuns(1);
       expect(run!.outcome).to.equal("replied");
       const sends = await waitFor(

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { callVendor, MAX_VENDOR_RESPONSE_BYTES, vendorRequestBody, VendorError, type VendorRequest } from "../server/ai/vendor.js";
 import { createLogger } from "../server/logger.js";
-import { EMPTY_ALLOW_LIST, parseAllowList } from "../server/webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST, parseAllowList } from "../server/outbound/address-policy.js";
 import { fakeLookup } from "./support/lookup.js";
 import { DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_VENDOR_TEXT, startVendorOne, startVendorTwo, type VendorServer } from "./support/vendors.js";
 

@@ -1,4 +1,4 @@
-// AI credentials and policies over HTTP (spec 2.6, 4.5): every field at its limits, the sealed key
+// AI credentials and policies over HTTP (docs/ai.md): every field at its limits, the sealed key
 // (never returned, never in the audit log), the outbound address policy on base_url, 402 off-plan,
 // the 404 of a connection without a policy, replacing a policy, deleting a credential a policy names.
 // The test gateway allows 127.0.0.0/8 (OUTBOUND_ALLOW_PRIVATE), so loopback base URLs register.
@@ -9,7 +9,7 @@ import { AiCredentialService } from "../server/ai/credentials.js";
 import { ApiError } from "../server/http/errors.js";
 import type { ApiKeyPrincipal } from "../server/http/principal.js";
 import { decrypt, keyId } from "../server/secrets.js";
-import { EMPTY_ALLOW_LIST } from "../server/webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST } from "../server/outbound/address-policy.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace } from "./support/actors.js";
 
@@ -122,7 +122,7 @@ describe("AI credentials", () => {
 describe("AI policies", () => {
   const minimal = (credential_id: string) => ({ credential_id, enabled: true, mode: "draft", model: "model-a", system_instruction: "Be brief." });
 
-  it("is 404 without a policy, takes the defaults of spec 2.6, and PUT replaces the whole policy", async () => {
+  it("is 404 without a policy, takes the documented defaults, and PUT replaces the whole policy", async () => {
     const t = await aiWorkspace();
     await t.connection("shop");
     expect((await t.getPolicy("shop")).status).to.equal(404);

@@ -15,7 +15,7 @@ import { sleep, waitFor } from "./support/wait.js";
 import { NUMBER_CHECK_GAP_MS } from "../server/engines/baileys/number-checks.js";
 import { CHECK_TIMEOUT_MS, reconnectDelay, RECONNECT_BASE_MS, RECONNECT_MAX_MS } from "../server/engines/baileys/session.js";
 import { fetchMedia } from "../server/engines/baileys/media.js";
-import { parseAllowList } from "../server/webhooks/address-policy.js";
+import { parseAllowList } from "../server/outbound/address-policy.js";
 import { EngineError } from "../server/engines/engine.js";
 import { loadAuthState, wipeSession } from "../server/engines/baileys/auth-state.js";
 import { librarySocketFactory } from "../server/engines/baileys/socket.js";

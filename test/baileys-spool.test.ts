@@ -35,7 +35,7 @@ describe("Baileys report spool (the database away for real)", function () {
     proxy = await TcpProxy.inFrontOf(testEnv().databaseUrl);
     db = createDataSource({ url: proxy.urlFor(testEnv().databaseUrl), embedded: false });
     await db.initialize();
-    service = new ProviderCallbackService(db, { aiDebounceMs: 60_000, onAiDue: async () => undefined });
+    service = new ProviderCallbackService(db, { aiDebounceMs: 60_000 });
     const ws = await newWorkspace();
     client = (await ws.key(["messages:read", "connections:read", "connections:write"])).client;
     const slug = `spool-${randomBytes(3).toString("hex")}`;

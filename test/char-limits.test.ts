@@ -1,4 +1,4 @@
-// String limits count characters (Unicode code points), as spec 6 and JSON Schema's
+// String limits count characters (Unicode code points), as JSON Schema's
 // minLength/maxLength do, not zod's UTF-16 code units: contract/common.ts `chars`. The limits stay
 // visible to the OpenAPI document and to the dashboard's forms (web/src/schema-limits.ts).
 import { expect } from "chai";

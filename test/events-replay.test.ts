@@ -4,7 +4,7 @@
 // stream for a key with webhooks:read, resumed after Last-Event-ID.
 import { expect } from "chai";
 import { eventPages, expectOk, listAllEvents } from "../sdk/src/index.js";
-import { pruneEvents } from "../jobs/events-prune.js";
+import { pruneEvents } from "../jobs/prune.js";
 import { ConfigError, loadConfig } from "../server/config.js";
 import { rows } from "../server/db/rows.js";
 import { recordEvent } from "../server/events/record.js";

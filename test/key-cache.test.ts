@@ -66,16 +66,16 @@ describe("API key cache", () => {
     const ws = await newWorkspace();
     const first = await ws.key(["messages:read"]);
     expect(await status(first.key)).to.equal(200);
-    // Cut the cache's connection and revoke at once: the notification has no one to reach.
+    // Cut the process's LISTEN connection (server/db/listener.ts) and revoke at once: the notification has no one to reach.
     const [cut] = (await elsewhere(
-      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'svc-gateway auth cache' AND datname = current_database()`,
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'svc-gateway listener' AND datname = current_database()`,
     )) as { n: number }[];
     expect(cut!.n).to.equal(1);
     await elsewhere(`UPDATE api_keys SET revoked_at = now() WHERE id = $1`, [first.id]);
     expect(await waitFor(() => status(first.key), (s) => s === 401, 1_000, 20)).to.equal(401);
 
     // Back within a couple of seconds; from then on a revocation elsewhere arrives again.
-    const listeners = () => elsewhere(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'svc-gateway auth cache' AND datname = current_database()`);
+    const listeners = () => elsewhere(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'svc-gateway listener' AND datname = current_database()`);
     await waitFor(listeners, (rows) => rows.length === 1, 5_000, 100);
     const second = await ws.key(["messages:read"]);
     expect(await status(second.key)).to.equal(200);

@@ -68,7 +68,7 @@ describe("sending messages", () => {
       ["to {group 41}", { ...ok, to: { group: "g".repeat(41) } }, 400],
       ["body 4096", { ...ok, body: "b".repeat(4096) }, 202],
       ["body 4097", { ...ok, body: "b".repeat(4097) }, 400],
-      // Characters are code points (spec 6, JSON Schema's maxLength): an emoji is one, not two UTF-16 units.
+      // Characters are code points (JSON Schema's maxLength): an emoji is one, not two UTF-16 units.
       ["body 4096 emoji", { ...ok, body: "😀".repeat(4096) }, 202],
       ["body 4097 emoji", { ...ok, body: "😀".repeat(4097) }, 400],
       ["to 40 chars with emoji", { ...ok, to: "😀".repeat(40) }, 202],

@@ -1,4 +1,4 @@
-// The authorization server's refusals (issue 13, the negative table), its consent API's protections, its
+// The authorization server's refusals (the negative table), its consent API's protections, its
 // limits at their edges, discovery documents and the member's list and revoke, over real HTTP.
 import { expect } from "chai";
 import { CONSENT_PAGE_PATH } from "../contract/oauth.js";

@@ -80,20 +80,19 @@ const SPEC_OPERATIONS: [string, string][] = [
 const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/webhook-endpoints/{id}/deliveries"],
   ["post", "/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resend"],
-  // issue 13: the dashboard lists and revokes the assistants a member authorized (product.md)
+  // The dashboard lists and revokes the assistants a member authorized (docs/mcp.md)
   ["get", "/v1/oauth/authorizations"],
   ["delete", "/v1/oauth/authorizations/{id}"],
-  // issue 15: the dashboard's consent page reads and decides a pending authorization request
+  // The dashboard's consent page reads and decides a pending authorization request
   ["get", "/v1/oauth/consent"],
   ["post", "/v1/oauth/consent"],
-  // issue 15: the dashboard's live event monitor (server-sent events, outside the ts-rest contract);
-  // issue 25: keys with webhooks:read too, resumed after Last-Event-ID
+  // The dashboard's live event monitor (server-sent events, outside the ts-rest contract)
   ["get", "/v1/events/stream"],
-  // issue 25: the event log read back from a cursor (product.md, "Event streams and replay")
+  // Keys with webhooks:read too, resumed after Last-Event-ID; and the event log read back from a cursor
   ["get", "/v1/events"],
-  // issue 15: the schedules page previews the next five runs before creating
+  // The schedules page previews the next five runs before creating
   ["post", "/v1/schedules/preview"],
-  // issue 19: the AI policies section reads every policy at once instead of a 404 per connection without one
+  // The AI policies section reads every policy at once instead of a 404 per connection without one
   ["get", "/v1/ai/policies"],
   // issue 19: a connection made on an engine the gateway does not run is moved to one it does
   ["patch", "/v1/connections/{connection}"],

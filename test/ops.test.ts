@@ -68,7 +68,7 @@ describe("operational endpoints", () => {
     expect(traced.json.request_id).to.equal("trace-abc-12345");
   });
 
-  // Every specified operation is built now (the last, GET /v1/ai/runs, with issue 14): no 501 is
+  // Every specified operation is built now: no 501 is
   // left to check; the caller is still checked first on what was the last one.
   it("checks the caller before answering, on the operation that answered 501 last", async () => {
     const ws = await newWorkspace();

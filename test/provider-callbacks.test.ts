@@ -174,7 +174,7 @@ describe("provider callbacks", () => {
   it("takes 1 to 500 events in a batch, and applies nothing from a batch with one bad event", async () => {
     const c = await setup();
     const id = await insertOutbound(c.workspaceId, c.id);
-    // Outside the wire format: acknowledged and ignored (spec 4.10), never partly applied.
+    // Outside the wire format: acknowledged and ignored (docs/engines.md, "The callback wire format"), never partly applied.
     const ignored = { status: 202, json: { accepted: false } };
     expect(await post(c.token, { events: [] })).to.deep.include(ignored);
     const tooMany = Array.from({ length: 501 }, () => statusReport(id, "sent"));

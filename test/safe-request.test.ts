@@ -6,8 +6,8 @@ import { expect } from "chai";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
-import { parseAllowList, type Lookup } from "../server/webhooks/address-policy.js";
-import { WebhookDeliveryError, deliverWebhook, postToCheckedAddress } from "../server/webhooks/safe-request.js";
+import { parseAllowList, type Lookup } from "../server/outbound/address-policy.js";
+import { WebhookDeliveryError, deliverWebhook, postToCheckedAddress } from "../server/outbound/safe-request.js";
 import { fakeLookup } from "./support/lookup.js";
 
 // A self-signed certificate for some-name.test (valid 2000–2100), for the TLS cases.

@@ -1,4 +1,4 @@
-// POST /v1/schedules/preview (extension, issue 15): the next five runs a create body's timing
+// POST /v1/schedules/preview (an extension): the next five runs a create body's timing
 // would give, from the scheduler's own rule — across daylight-saving changes the local time stays
 // and the offset moves; ends_at and max_occurrences cut the list short at their exact bounds; the
 // 400s are create's own; nothing is written. Dates lie in 2030 so that "now" never overtakes them.

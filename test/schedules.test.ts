@@ -1,6 +1,6 @@
-// Schedules over HTTP: every field rule of spec 2.3 at its limits, the message checked as a send
+// Schedules over HTTP: every field rule of docs/schedules.md at its limits, the message checked as a send
 // request at creation, the plan gate, the status filter, tenancy, and every disallowed move of the
-// lifecycle (spec 3.3). Firing itself is in schedules-firing.test.ts.
+// lifecycle (docs/schedules.md). Firing itself is in schedules-firing.test.ts.
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { DateTime } from "luxon";

@@ -1,4 +1,4 @@
-// The webhook signature scheme of product.md, through the SDK helpers the server also signs with.
+// The webhook signature scheme (docs/webhooks.md), through the SDK helpers the server also signs with.
 import { expect } from "chai";
 import { createHmac } from "node:crypto";
 import { signWebhookPayload, verifyWebhook, WebhookVerificationError, type WebhookVerificationFailure } from "../sdk/src/index.js";

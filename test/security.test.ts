@@ -79,6 +79,7 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "conversations.react": { emoji: "👍" },
   "conversations.edit": { body: "x" },
   "conversations.presence": { state: "typing" },
+  "connections.settings": { proxy_url: null },
 };
 
 /** Workspace B's value for each of the route's path parameters. */

@@ -1,4 +1,4 @@
-// What the dashboard's session reaches besides session routes (product.md, "Dashboard"):
+// What the dashboard's session reaches besides session routes (README.md, "The dashboard"):
 // connections (every member reads, a role that may grant connections:write changes them, cross-site
 // changes refused) and the message reads (list, one message, export); sending: test/session-send.test.ts.
 import { expect } from "chai";

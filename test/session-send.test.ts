@@ -1,4 +1,4 @@
-// Sending with the dashboard's session (issue 15): a member whose role may grant messages:write
+// Sending with the dashboard's session: a member whose role may grant messages:write
 // sends under every rule a key's send meets (plan, allowance, idempotency, content, connection
 // state), a viewer or billing member cannot, a cross-site request is refused, and the member is
 // counted in a rate bucket of their own where a key would be.

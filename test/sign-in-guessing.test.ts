@@ -2,7 +2,7 @@
 // day, then the live code is dropped and new codes come one an hour with one attempt each. Every
 // failure stays the same 401; the owner, who receives the codes, still signs in.
 import { expect } from "chai";
-import { rateLimitPruneJob } from "../jobs/rate-limit-prune.js";
+import { pruneJob } from "../jobs/prune.js";
 import { DAILY_FAILED_VERIFIES } from "../server/auth/sign-in.js";
 import { testEnv } from "./setup.js";
 import { clientAddress, http, newWorkspace, uniqueEmail } from "./support/actors.js";
@@ -78,7 +78,7 @@ describe("sign-in guessing", function () {
       `INSERT INTO rate_limits (bucket, window_start, hits) VALUES ($1, now() - interval '25 hours', 3), ($1, now() - interval '23 hours', 2)`,
       [bucket],
     );
-    await (rateLimitPruneJob(testEnv().gateway.ctx).run as () => Promise<void>)();
+    await pruneJob(db, 30).run(undefined);
     const left: { hits: number }[] = await db.query(`SELECT hits FROM rate_limits WHERE bucket = $1 ORDER BY window_start`, [bucket]);
     expect(left.map((r) => r.hits)).to.deep.equal([2]);
   });

@@ -1,4 +1,4 @@
-// A new user's whole first run, in a real browser, without curl (issue 15's "done when"): a gateway
+// A new user's whole first run, in a real browser, without curl: a gateway
 // started as the README's first command starts it (`npm start`: no configuration, the embedded
 // database in a fresh DATA_DIR, mail to the development outbox in the log), its printed dashboard
 // address opened, sign-in with the code from the log, a sandbox connection created and paired with

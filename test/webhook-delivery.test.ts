@@ -9,7 +9,7 @@ import type { WebhookDelivery } from "../contract/index.js";
 import { expectOk, verifyWebhook, type WebhookEventPayload } from "../sdk/src/index.js";
 import { encrypt } from "../server/secrets.js";
 import { newId } from "../server/ids.js";
-import { payloadBody, retryDelayMs, RETRY_JITTER, RETRY_SCHEDULE_MS } from "../server/webhooks/delivery.js";
+import { payloadBody, retryAfterMs, retryDelayMs, RETRY_AFTER_MAX_MS, RETRY_JITTER, RETRY_SCHEDULE_MS, type FailedAttempt } from "../server/webhooks/delivery.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
@@ -78,7 +78,7 @@ describe("webhook delivery", function () {
       );
     });
 
-    it("message.received: an inbound message, with the headers of product.md and the payload as stored", async () => {
+    it("message.received: an inbound message, with the documented headers and the payload as stored", async () => {
       await inbound(setup.phone, "hi there");
       const [r] = await waitFor(
         async () => hook.events("message.received"),
@@ -204,6 +204,20 @@ describe("webhook delivery", function () {
       ]);
       expect(delivery.attempts[0]!.latency_ms).to.be.within(1400, 5000);
       expect(delivery.attempts[0]!.error).to.equal("no response within 1500 ms");
+    });
+
+    it("waits as long as a receiver's Retry-After asks before retrying", async () => {
+      const hook = await receiver();
+      hook.answer = (n) => (n === 1 ? { status: 503, headers: { "Retry-After": "3" } } : 204);
+      const endpoint = await expectOk(setup.client.webhooks.create({ body: { url: hook.url, events: ["message.received"] } }));
+      await inbound(setup.phone, "busy receiver");
+      const delivery = await waitForDelivery(setup.client, endpoint.id, (d) => d.status === "succeeded");
+      expect(delivery.attempts.map((a) => [a.trigger, a.status_code])).to.deep.equal([
+        ["initial", 503],
+        ["retry", 204],
+      ]);
+      // The schedule alone would retry after about 0.5 s.
+      expect(hook.received[1]!.at - hook.received[0]!.at).to.be.at.least(2_900);
     });
 
     it("loses nothing while the receiver is down: connection refused until it starts", async () => {
@@ -347,7 +361,7 @@ describe("webhook delivery", function () {
 });
 
 describe("webhook retry schedule", () => {
-  it("is product.md's: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h, then failed", () => {
+  it("is the documented schedule: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h, then failed", () => {
     expect(RETRY_SCHEDULE_MS).to.deep.equal([10e3, 60e3, 300e3, 1800e3, 7200e3, 21600e3, 43200e3, 86400e3]);
     expect(retryDelayMs(9)).to.equal(undefined);
     expect(retryDelayMs(0)).to.equal(undefined);
@@ -355,10 +369,40 @@ describe("webhook retry schedule", () => {
 
   it("jitters each delay within ±20 %", () => {
     RETRY_SCHEDULE_MS.forEach((base, i) => {
-      expect(retryDelayMs(i + 1, RETRY_SCHEDULE_MS, () => 0)).to.equal(Math.round(base * (1 - RETRY_JITTER)));
-      expect(retryDelayMs(i + 1, RETRY_SCHEDULE_MS, () => 0.999999)).to.be.closeTo(base * (1 + RETRY_JITTER), base * 1e-6 + 1);
+      expect(retryDelayMs(i + 1, { random: () => 0 })).to.equal(Math.round(base * (1 - RETRY_JITTER)));
+      expect(retryDelayMs(i + 1, { random: () => 0.999999 })).to.be.closeTo(base * (1 + RETRY_JITTER), base * 1e-6 + 1);
       for (let k = 0; k < 50; k++) expect(retryDelayMs(i + 1)).to.be.within(base * 0.8 - 1, base * 1.2 + 1);
     });
+  });
+
+  it("backs off twice as far after a 429 or a timeout, and not further after a 500 or a refused connection", () => {
+    const at = (failure: FailedAttempt, step = 2) => retryDelayMs(step, { failure, random: () => 0.5 });
+    expect(at({ statusCode: 500, errorCode: "http_status" })).to.equal(60e3);
+    expect(at({ statusCode: null, errorCode: "connection_refused" })).to.equal(60e3);
+    expect(at({ statusCode: 429, errorCode: "http_status" })).to.equal(120e3);
+    expect(at({ statusCode: null, errorCode: "timeout" })).to.equal(120e3);
+    // Still bounded by the schedule: the last step's failure is final whatever the cause.
+    expect(at({ statusCode: 429, errorCode: "http_status" }, 9)).to.equal(undefined);
+  });
+
+  it("honours Retry-After on a 429 or 503, in seconds or as a date, never sooner than the step and at most 24 h", () => {
+    const now = Date.parse("2026-01-01T00:00:00Z");
+    const at = (statusCode: number, retryAfter: string) => retryDelayMs(1, { failure: { statusCode, errorCode: "http_status", retryAfter }, random: () => 0.5, nowMs: now });
+    expect(at(503, "120")).to.equal(120e3);
+    expect(at(429, "120")).to.equal(120e3);
+    expect(at(503, "Thu, 01 Jan 2026 00:05:00 GMT")).to.equal(300e3);
+    // Sooner than the step (10 s) or in the past: the step's delay.
+    expect(at(503, "2")).to.equal(10e3);
+    expect(at(503, "Wed, 31 Dec 2025 23:00:00 GMT")).to.equal(10e3);
+    expect(at(429, "1")).to.equal(20e3);
+    // The longest honoured wait is 24 h: the last valid value, and the first past it.
+    expect(at(503, String(RETRY_AFTER_MAX_MS / 1000))).to.equal(RETRY_AFTER_MAX_MS);
+    expect(at(503, String(RETRY_AFTER_MAX_MS / 1000 + 1))).to.equal(RETRY_AFTER_MAX_MS);
+    // Not a delay nor a date, or on another status: the schedule alone.
+    expect(at(503, "soon")).to.equal(10e3);
+    expect(at(500, "120")).to.equal(10e3);
+    expect(retryAfterMs(" 7 ", now)).to.equal(7e3);
+    expect(retryAfterMs("soon", now)).to.equal(undefined);
   });
 
   it("delivers a receiver down for an hour: the retries before the eighth span more than an hour", () => {

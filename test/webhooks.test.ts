@@ -1,4 +1,4 @@
-// Webhook endpoints over HTTP (spec 2.4, 4.4, 5.11): every field rule at its limits, the refused
+// Webhook endpoints over HTTP (docs/webhooks.md): every field rule at its limits, the refused
 // URLs, the one-time encrypted secret, connection scoping (402 / 404), who may manage endpoints
 // (keys by scope, sessions by role), tenancy and the audit log. Deliveries are in
 // webhook-delivery.test.ts. The test gateway allows 127.0.0.0/8 (OUTBOUND_ALLOW_PRIVATE), so
@@ -10,7 +10,7 @@ import { expectOk } from "../sdk/src/index.js";
 import { ApiError } from "../server/http/errors.js";
 import type { SessionPrincipal } from "../server/http/principal.js";
 import { decrypt } from "../server/secrets.js";
-import { parseAllowList, type Lookup } from "../server/webhooks/address-policy.js";
+import { parseAllowList, type Lookup } from "../server/outbound/address-policy.js";
 import { WebhookEndpointService } from "../server/webhooks/service.js";
 import { Plan, Workspace } from "../server/workspace/entities.js";
 import { testEnv } from "./setup.js";
@@ -84,7 +84,7 @@ describe("webhook endpoints", () => {
     });
   });
 
-  describe("field rules (spec 2.4)", () => {
+  describe("field rules (docs/webhooks.md)", () => {
     it("url: at most 2048 characters", async () => {
       const ws = await newWorkspace();
       const base = "http://127.0.0.1:9/";

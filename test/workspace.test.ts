@@ -17,7 +17,7 @@ describe("workspace and usage", () => {
     expect((await expectOk(viewer.client.workspace.get())).role).to.equal("viewer");
   });
 
-  it("reports the plans of product.md as seeded rows", async () => {
+  it("reports the plans as seeded rows", async () => {
     const rows: { id: string; max_connections: number | null; messages_per_month: number | null; scheduling: boolean }[] =
       await testEnv().gateway.ctx.db.query(`SELECT id, max_connections, messages_per_month, scheduling FROM plans ORDER BY rank`);
     expect(rows).to.deep.equal([

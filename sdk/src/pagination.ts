@@ -1,4 +1,4 @@
-// Cursor pagination (product.md, Lists): newest first, `next_cursor` null on the last page.
+// Cursor pagination (docs/decisions.md, "Reads"): newest first, `next_cursor` null on the last page.
 // autoPaginate walks any cursor list of the client; the named helpers cover each one.
 import type { SvcClient } from "./client.js";
 import { expectOk, type AnyResponse, type OkBody } from "./errors.js";

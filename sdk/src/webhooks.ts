@@ -1,4 +1,4 @@
-// The webhook signature scheme (product.md, Webhook events), written once: the server signs with
+// The webhook signature scheme (docs/webhooks.md), written once: the server signs with
 // signWebhookPayload, receivers check with verifyWebhook.
 //
 //   Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>[,v1=…]
@@ -12,7 +12,7 @@ export type { WebhookEventDataMap, WebhookEventPayload } from "./webhooks-events
 
 export const SIGNATURE_HEADER = "Svc-Signature";
 export const TIMESTAMP_HEADER = "Svc-Timestamp";
-/** Receivers reject timestamps older than this (product.md). */
+/** Receivers reject timestamps older than this (docs/webhooks.md). */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 export type WebhookVerificationFailure =

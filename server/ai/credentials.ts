@@ -1,4 +1,4 @@
-// Model-vendor credentials (spec 2.6, 4.5). The key is sealed under SECRET_KEY with that key's id
+// Model-vendor credentials (docs/ai.md). The key is sealed under SECRET_KEY with that key's id
 // beside it, never returned, never logged; the list shows only its last four characters.
 import { randomUUID } from "node:crypto";
 import type { DataSource } from "typeorm";
@@ -7,7 +7,7 @@ import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
 import type { Principal } from "../http/principal.js";
 import { encrypt, keyId } from "../secrets.js";
-import { checkWebhookUrl, type AllowList } from "../webhooks/address-policy.js";
+import { checkWebhookUrl, type AllowList } from "../outbound/address-policy.js";
 import { audit } from "../workspace/audit.js";
 
 export interface AiCredentialOptions {
@@ -91,7 +91,7 @@ export class AiCredentialService {
   }
 
   /**
-   * Deletes a credential, even one a policy names (product.md): the sealed key is wiped with it,
+   * Deletes a credential, even one a policy names (docs/ai.md): the sealed key is wiped with it,
    * and that policy's runs end `credential_missing`. 404 for another workspace's.
    */
   async delete(principal: Principal, id: string): Promise<void> {

@@ -1,4 +1,4 @@
-// Per-connection AI policies (spec 2.6, 4.5): PUT replaces the whole policy, defaults filling the
+// Per-connection AI policies (docs/ai.md): PUT replaces the whole policy, defaults filling the
 // omitted optional fields; a connection without one has AI off, and GET of it is 404 (the list
 // leaves it out).
 import type { DataSource, EntityManager } from "typeorm";

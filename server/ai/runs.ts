@@ -1,4 +1,4 @@
-// AI runs (product.md "AI assistance"): what happens after an inbound message started one.
+// AI runs (docs/ai.md): what happens after an inbound message started one.
 //
 // The trigger (server/messages/store/reports.ts) leaves a debounce row per (connection, contact),
 // due 3 s after the contact's last message. An `ai.run` job (jobs/ai-run.ts) then:
@@ -26,14 +26,15 @@ import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { rows } from "../db/rows.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../events/record.js";
 import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
-import { ApiError } from "../http/errors.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { PHONE_ORIGIN } from "../messages/store/reports.js";
-import type { Accepted, MessageSender } from "../messages/send.js";
+import { AI_RUN_JOB } from "../../jobs/names.js";
+import { refusalCode, type MessageSender } from "../messages/send.js";
+import { isRefusal } from "../messages/store/send-rules.js";
 import { AI_VENDOR_TIMEOUT_MAX_S } from "../config.js";
 import { decrypt } from "../secrets.js";
-import type { AllowList } from "../webhooks/address-policy.js";
+import type { AllowList } from "../outbound/address-policy.js";
 import { callVendor, VendorError, vendorRequestBody, type VendorRequest } from "./vendor.js";
 
 /** How long a contact written to from the linked phone is left to the human. */
@@ -50,6 +51,18 @@ if (AI_RUN_LEASE_MS < (AI_VENDOR_TIMEOUT_MAX_S + 30) * 1000) throw new Error("AI
 /** Messages of the conversation read to build a context (more never fit 32 KiB anyway). */
 const CONTEXT_MESSAGES = 200;
 
+/**
+ * A CTE member over the runs `r` a statement leases ($1 connection, $2 contact, `lease` the
+ * parameter of the lease in ms): the `ai.run` job that resumes them once the lease has passed,
+ * should the process holding them die; it finds nothing to do when they finished.
+ */
+function resumeJob(lease: string): string {
+  return `j AS (
+         INSERT INTO job_outbox (name, data, run_at)
+         SELECT DISTINCT '${AI_RUN_JOB}', jsonb_build_object('connection_id', $1::text, 'contact', $2::text), now() + ${lease} * interval '1 millisecond' FROM r
+       )`;
+}
+
 export const REDACTED = "[redacted]";
 /** What the model sees of a message without text. */
 export const MEDIA_PLACEHOLDER = "[media]";
@@ -63,10 +76,6 @@ export interface AiRunnerOptions {
   vendorTimeoutMs?: number;
   /** Counts a vendor answer that reported more tokens than the request allowed (the `/metrics` counter). */
   onUsageOverLimit?: (provider: AiProvider) => void;
-  /** Called with an accepted reply (wakes the dispatcher, as the send route does). */
-  afterSend: (accepted: Accepted) => Promise<void>;
-  /** Creates an `ai.run` job for the pair at `at`. */
-  schedule: (connectionId: string, contact: string, at: Date) => Promise<void>;
 }
 
 /** The cost of a run in micros: each side rounded up separately, exactly (prices reach 2^53-1). */
@@ -116,7 +125,7 @@ export interface ConversationMessage {
 }
 
 /**
- * The context (product.md): newest first, packed into `maxBytes` UTF-8 bytes together with the
+ * The context (docs/ai.md): newest first, packed into `maxBytes` UTF-8 bytes together with the
  * system instruction, returned oldest first. Inbound → user, outbound → assistant; restricted
  * outbound messages never included, sensitive ones as `[redacted]`; a message without text as a
  * placeholder. Packing stops at the first message that does not fit (the context stays a
@@ -204,8 +213,6 @@ type Finish = {
 const RUN_COLUMNS = `id, workspace_id, connection_id, message_id, contact, state, cost_micros`;
 
 export class AiRunner {
-  private stopped = false;
-
   constructor(
     private readonly db: DataSource,
     private readonly sender: MessageSender,
@@ -213,47 +220,22 @@ export class AiRunner {
     private readonly options: AiRunnerOptions,
   ) {}
 
-  /** While stopped, this process leaves runs to the others (a job bounces back a second later). */
-  stop(): void {
-    this.stopped = true;
-  }
-
-  start(): void {
-    this.stopped = false;
-  }
-
   /**
    * The `ai.run` job of a (connection, contact): claims the due debounce row, if any, into a run,
    * then works on every unfinished run of the pair that no live process holds.
    */
   async runDue(connectionId: string, contact: string): Promise<void> {
-    if (this.stopped) {
-      await this.options.schedule(connectionId, contact, new Date(Date.now() + 1_000));
-      return;
-    }
     const claimed = await this.claim(connectionId, contact);
     if (claimed) await this.work(claimed);
     else {
       // Not due yet (a later message pushed it): make sure a job meets it, whatever clock ran this one early.
-      const [waiting] = await rows<{ due_at: Date }>(this.db, `SELECT due_at FROM ai_debounce WHERE connection_id = $1 AND contact = $2`, [connectionId, contact]);
-      if (waiting) await this.options.schedule(connectionId, contact, waiting.due_at);
+      await this.db.query(
+        `INSERT INTO job_outbox (name, data, run_at)
+         SELECT $3, jsonb_build_object('connection_id', connection_id, 'contact', contact), due_at FROM ai_debounce WHERE connection_id = $1 AND contact = $2`,
+        [connectionId, contact, AI_RUN_JOB],
+      );
     }
     for (const run of await this.takeStale(connectionId, contact)) await this.work(run);
-  }
-
-  /**
-   * What a sweep finds: debounce rows (their jobs may have been lost with a process) and runs
-   * whose holder died. Answers the pairs with when to run them.
-   */
-  async sweep(): Promise<{ connectionId: string; contact: string; at: Date }[]> {
-    const found = await rows<{ connection_id: string; contact: string; at: Date }>(
-      this.db,
-      `SELECT connection_id, contact, due_at AS at FROM ai_debounce
-        UNION
-       SELECT DISTINCT connection_id, contact, now() AS at FROM ai_runs WHERE state <> 'done' AND lease_until < now()
-        LIMIT 1000`,
-    );
-    return found.map((r) => ({ connectionId: r.connection_id, contact: r.contact, at: r.at }));
   }
 
   /**
@@ -265,26 +247,31 @@ export class AiRunner {
       this.db,
       `WITH d AS (
          DELETE FROM ai_debounce WHERE connection_id = $1 AND contact = $2 AND due_at <= now() RETURNING *
-       )
-       INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, lease_until)
-       SELECT $3, d.workspace_id, d.connection_id, d.message_id, d.contact, p.mode, p.model, 'pending', now() + $4 * interval '1 millisecond'
-         FROM d JOIN ai_policies p ON p.connection_id = d.connection_id AND p.enabled
-                JOIN workspaces w ON w.id = d.workspace_id
-                JOIN plans pl ON pl.id = w.plan_id AND pl.ai
-       ON CONFLICT (message_id) DO NOTHING
-       RETURNING ${RUN_COLUMNS}`,
+       ), r AS (
+         INSERT INTO ai_runs (id, workspace_id, connection_id, message_id, contact, mode, model, state, lease_until)
+         SELECT $3, d.workspace_id, d.connection_id, d.message_id, d.contact, p.mode, p.model, 'pending', now() + $4 * interval '1 millisecond'
+           FROM d JOIN ai_policies p ON p.connection_id = d.connection_id AND p.enabled
+                  JOIN workspaces w ON w.id = d.workspace_id
+                  JOIN plans pl ON pl.id = w.plan_id AND pl.ai
+         ON CONFLICT (message_id) DO NOTHING
+         RETURNING ${RUN_COLUMNS}
+       ), ${resumeJob("$4")}
+       SELECT * FROM r`,
       [connectionId, contact, newId("airun"), AI_RUN_LEASE_MS],
     );
     return run ?? null;
   }
 
-  /** The pair's unfinished runs whose lease has passed, now held by this process. */
+  /** The pair's unfinished runs whose lease has passed, now held by this process (with the job that resumes them should it die). */
   private takeStale(connectionId: string, contact: string): Promise<RunRow[]> {
     return rows<RunRow>(
       this.db,
-      `UPDATE ai_runs SET lease_until = now() + $3 * interval '1 millisecond'
-        WHERE connection_id = $1 AND contact = $2 AND state <> 'done' AND lease_until < now()
-        RETURNING ${RUN_COLUMNS}`,
+      `WITH r AS (
+         UPDATE ai_runs SET lease_until = now() + $3 * interval '1 millisecond'
+          WHERE connection_id = $1 AND contact = $2 AND state <> 'done' AND lease_until < now()
+          RETURNING ${RUN_COLUMNS}
+       ), ${resumeJob("$3")}
+       SELECT * FROM r`,
       [connectionId, contact, AI_RUN_LEASE_MS],
     );
   }
@@ -295,7 +282,7 @@ export class AiRunner {
       if (run.state === "calling") await this.resumeCalling(run);
       else await this.fromStart(run, log);
     } catch (err) {
-      // Left with its lease: once it passes, the sweep hands the run to a job again.
+      // Left with its lease: once it passes, the job written with the lease resumes the run.
       log.error({ err }, "AI run failed; it is resumed when its lease passes");
       throw err;
     }
@@ -408,21 +395,18 @@ export class AiRunner {
     }
 
     const send: SendMessageBody = { connection: s.slug, to: run.contact, body: answer.text, metadata: { ai_run_id: run.id } };
-    let accepted: Accepted;
-    try {
-      accepted = await this.sender.send({ workspaceId: run.workspace_id, plan: planFromRow(s) }, send, { idempotencyKey: `ai-reply:${run.message_id}` });
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+    const accepted = await this.sender.send({ workspaceId: run.workspace_id, plan: planFromRow(s) }, send, { idempotencyKey: `ai-reply:${run.message_id}` });
+    if (isRefusal(accepted)) {
       // Refused by the send rules (the connection not connected, the month's messages used up).
-      log.warn({ error: err.code }, "AI run: the reply was refused by the send rules");
-      await this.finish(run, { ...used, outcome: "vendor_error", error: `send_${err.code}` });
+      const code = refusalCode(accepted);
+      log.warn({ error: code }, "AI run: the reply was refused by the send rules");
+      await this.finish(run, { ...used, outcome: "vendor_error", error: `send_${code}` });
       return;
     }
     await this.finish(run, { ...used, replyMessageId: accepted.body.id }, {
       type: "ai.reply.sent",
       data: { run_id: run.id, message_id: run.message_id, reply_message_id: accepted.body.id, contact: run.contact },
     });
-    await this.options.afterSend(accepted);
   }
 
   /** The policy, credential, connection and plan a run works with; null when the connection is gone. */

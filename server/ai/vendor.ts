@@ -1,7 +1,7 @@
-// One call to a model vendor through its official SDK (product.md, "AI assistance"):
+// One call to a model vendor through its official SDK (docs/ai.md):
 // `vendorone_compatible` speaks Chat Completions through `openai`, `vendortwo` speaks Messages
 // through `@anthropic-ai/sdk`. Both SDKs get the same custom fetch, which puts every connection
-// through the outbound address policy (product.md, "Outbound addresses"): the URL is checked with
+// through the outbound address policy (docs/webhooks.md, "Where deliveries may go"): the URL is checked with
 // checkWebhookUrl before each attempt, the socket connects to the checked address (the host is
 // never resolved again), and redirects are returned as they are, never followed. The SDKs'
 // `maxRetries` (429, 408, 409, 5xx and connection failures) apply within ONE time bound for the
@@ -15,8 +15,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { Agent, fetch as undiciFetch } from "undici";
 import { performance } from "node:perf_hooks";
-import { checkWebhookUrl, type AllowList, type Lookup, type UrlCheckOptions } from "../webhooks/address-policy.js";
-import { pinnedLookup } from "../webhooks/safe-request.js";
+import { checkWebhookUrl, type AllowList, type Lookup, type UrlCheckOptions } from "../outbound/address-policy.js";
+import { pinnedLookup } from "../outbound/safe-request.js";
 
 export interface VendorRequest {
   provider: "vendorone_compatible" | "vendortwo";

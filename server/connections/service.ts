@@ -4,8 +4,8 @@
 // itself, and on the embedded PostgreSQL a second connection waiting on an open transaction hangs.
 import { IsNull, type DataSource, type EntityManager } from "typeorm";
 import type { ConnectionSettings, ConnectionSettingsBody, Connection as ConnectionView, CreateConnectionBody, EngineName, PairBody, PairingMethod } from "../../contract/index.js";
-import { CONNECTION_PURGE_JOB, type ConnectionPurgePayload } from "../../jobs/names.js";
-import type { JobRunner } from "../../jobs/runner.js";
+import { CONNECTION_PURGE_JOB } from "../../jobs/names.js";
+import { enqueueJob } from "../db/job-outbox.js";
 import type { Config } from "../config.js";
 import { rows } from "../db/rows.js";
 import { isUniqueViolation } from "../db/unique-violation.js";
@@ -21,9 +21,8 @@ import { callbackToken, callbackTokenDigest, callbackUrl, newCallbackNonce } fro
 import { Connection, PairingGrant } from "./entities.js";
 import { allowedFrom, eventForChange, nextState, type ConnectionAction } from "./states.js";
 
-/** Pairing grants live 60 seconds (product.md). */
+/** Pairing grants live 60 seconds (docs/engines.md). */
 export const PAIRING_GRANT_TTL_MS = 60_000;
-/** The Agenda job that removes a deleted connection's data (jobs/purge-connection.ts). */
 /** Engine calls made on the user's behalf but not essential to the answer wait at most this long. */
 const BEST_EFFORT_TIMEOUT_MS = 5_000;
 
@@ -86,7 +85,6 @@ export class ConnectionService {
     private readonly db: DataSource,
     private readonly config: Config,
     private readonly engines: EngineRegistry,
-    private readonly jobs: JobRunner,
     private readonly logger: Logger,
   ) {}
 
@@ -146,17 +144,18 @@ export class ConnectionService {
     return connection;
   }
 
-  /** Soft delete: hidden at once; the engine session is logged out and the data purge is queued. */
+  /**
+   * Soft delete: hidden at once, and the data purge (jobs/purge-connection.ts) queued with it; the
+   * purge waits until the engine's logout has had its time.
+   */
   async delete(principal: Principal, slug: string): Promise<void> {
-    const deleted = await this.db.transaction(async (em) => this.transition(em, await this.get(principal, slug, em, true), "delete"));
+    const deleted = await this.db.transaction(async (em) => {
+      const gone = await this.transition(em, await this.get(principal, slug, em, true), "delete");
+      await enqueueJob(em, CONNECTION_PURGE_JOB, { connection_id: gone.id }, new Date(Date.now() + BEST_EFFORT_TIMEOUT_MS));
+      return gone;
+    });
     const engine = this.engines.get(deleted.transport);
     if (engine) await this.bestEffort("logout", deleted, (c) => engine.logout(c));
-    try {
-      await this.jobs.agenda.now(CONNECTION_PURGE_JOB, { connection_id: deleted.id } satisfies ConnectionPurgePayload);
-    } catch (err) {
-      // The connection is already gone for every reader; its rows wait for the next purge.
-      this.logger.error({ err, connection_id: deleted.id }, "could not queue the connection purge");
-    }
   }
 
   /**

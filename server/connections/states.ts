@@ -1,4 +1,4 @@
-// The connection lifecycle of product.md, as data. Every state change of a connection, whether a
+// The connection lifecycle (docs/engines.md), as data. Every state change of a connection, whether a
 // user asked for it or the engine reported it, goes through `nextState()`.
 import type { WebhookEvent } from "../../contract/index.js";
 import type { StoredConnectionState } from "./entities.js";

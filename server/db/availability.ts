@@ -1,6 +1,7 @@
 // What "the database is unavailable" means, in one place: the HTTP error mapper answers 503 for
 // it, the background loops back off on it, the start-up wait retries on it. Everything else (a
 // constraint violation, a bug in a statement) is not an outage and is not retried.
+import { backoffMs } from "../backoff.js";
 
 /** Seconds a client is asked to wait (Retry-After) when the database is unavailable. */
 export const DATABASE_RETRY_AFTER_S = 5;
@@ -43,12 +44,6 @@ export function unavailableReason(err: unknown): string {
   const { code, message } = e as { code?: unknown; message?: unknown };
   const text = typeof message === "string" && message ? message : String(e);
   return typeof code === "string" && !text.includes(code) ? `${code}: ${text}` : text;
-}
-
-/** Exponential backoff with jitter: attempt 1 waits about `baseMs`, doubling up to `maxMs`. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
-  const raw = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(raw * (0.8 + 0.4 * random()));
 }
 
 /** A dependency that did not come up within its wait: the message is the one line the process exits with. */

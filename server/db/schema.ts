@@ -26,7 +26,8 @@ import { PairingCode1732261000000 } from "./migrations/1732261000000-pairing-cod
 import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connection-proxy.js";
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
 import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
-import { Groups1732261400000 } from "./migrations/1732261400000-groups.js";
+import { JobOutbox1732261400000 } from "./migrations/1732261400000-job-outbox.js";
+import { Groups1732261500000 } from "./migrations/1732261500000-groups.js";
 
 export const ENTITIES = [
   Plan,
@@ -61,5 +62,6 @@ export const MIGRATIONS = [
   ConnectionProxy1732261100000,
   DispatchPace1732261200000,
   NumberChecks1732261300000,
-  Groups1732261400000,
+  JobOutbox1732261400000,
+  Groups1732261500000,
 ];

@@ -1,12 +1,12 @@
-// Fetching media from a URL through the outbound address policy (server/webhooks/address-policy.ts):
+// Fetching media from a URL through the outbound address policy (server/outbound/address-policy.ts):
 // the host resolved once and checked, the connection pinned to the checked address, no redirects
 // followed, a size limit. Opened as a stream (the media route serves it without holding it whole);
 // collected whole where an engine must hold it (the Baileys engine uploads what it sends).
 import * as http from "node:http";
 import * as https from "node:https";
 import { Transform, type Readable } from "node:stream";
-import { checkWebhookUrl, type UrlCheckOptions } from "../webhooks/address-policy.js";
-import { classifyError, pinnedLookup } from "../webhooks/safe-request.js";
+import { checkWebhookUrl, type UrlCheckOptions } from "../outbound/address-policy.js";
+import { classifyError, pinnedLookup } from "../outbound/safe-request.js";
 import { EngineError } from "./engine.js";
 
 export interface OpenedMedia {

@@ -25,7 +25,7 @@ export interface AuthenticateOptions {
   trustedOrigins: string[];
   /** Per credential and process: a token bucket refilled at perMinute / 60 a second, holding burst. */
   rateLimit: { perMinute: number; burst: number };
-  /** Named in the WWW-Authenticate header of the tool resource's 401 (spec 5.8). */
+  /** Named in the WWW-Authenticate header of the tool resource's 401 (docs/mcp.md). */
   mcpResourceMetadataUrl: string;
 }
 

@@ -1,4 +1,4 @@
-// The one cursor codec of every list (product.md, Lists: opaque, signed, newest first).
+// The one cursor codec of every list (docs/decisions.md, "Reads": opaque, signed, newest first).
 //
 // A cursor is the keyset position of the last item of a page, (created_at, id), bound to the
 // filters of the listing that issued it. Layout before base64url:

@@ -1,4 +1,4 @@
-// The Idempotency-Key (product.md "Idempotency"). A send writes its key's record, holding the
+// The Idempotency-Key (docs/decisions.md, "Messaging"). A send writes its key's record, holding the
 // response, in the same statement that commits the message (server/messages/send.ts), so a
 // replay can never see an effect without its response or a response without its effect. Records
 // are kept for RETENTION_HOURS; an older one no longer deduplicates and is pruned by a job.

@@ -18,7 +18,7 @@ export { TOOLS, toolListing } from "./catalog.js";
 
 export const MCP_PATH = "/v1/mcp";
 
-/** The protected-resource metadata address named in every 401 of the tool resource (spec 5.8). */
+/** The protected-resource metadata address named in every 401 of the tool resource (docs/mcp.md). */
 export function resourceMetadataUrl(webUrl: string): string {
   return `${webUrl}/.well-known/oauth-protected-resource${MCP_PATH}`;
 }

@@ -1,6 +1,6 @@
 // The read tools: thin adapters over the services of the REST handlers, in the credential's
 // workspace. Message and schedule views are cut to metadata: no tool returns message content
-// (body, media, location, context, metadata), product.md.
+// (body, media, location, context, metadata), docs/mcp.md.
 import { z } from "zod";
 import { Connection as ConnectionSchema } from "../../contract/connections.js";
 import { Direction, MessageStatus } from "../../contract/common.js";

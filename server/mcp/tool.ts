@@ -1,6 +1,6 @@
 // What a tool of the endpoint is: a name a model chooses by, schemas for both directions, the scope
 // it needs, and a function over the same services the REST handlers call. Mutating tools also
-// have a preview, answered while `confirm` is not true (product.md, Tool endpoint).
+// have a preview, answered while `confirm` is not true (docs/mcp.md).
 import { z } from "zod";
 import type { Scope } from "../../contract/common.js";
 import type { AppContext } from "../context.js";

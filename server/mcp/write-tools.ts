@@ -1,11 +1,10 @@
 // The mutating tools. Each previews until called again with `confirm: true`, then calls the same
 // service as its REST route. A confirmed send_message carries an Idempotency-Key derived from its
-// arguments, so an assistant that repeats the call sends once (product.md, Tool endpoint).
+// arguments, so an assistant that repeats the call sends once (docs/mcp.md).
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { SendMessageBody } from "../../contract/messages.js";
 import { canonicalJson } from "../http/idempotency.js";
-import { afterAccepted } from "../messages/accepted.js";
 import { conversationsOf } from "../messages/conversations.js";
 import { getMessage } from "../messages/reads.js";
 import { CANCELABLE } from "../messages/status.js";
@@ -88,13 +87,13 @@ export const writeTools: Tool[] = [
     destructive: false,
     openWorld: true,
     async preview({ ctx, principal }, args) {
-      await ctx.services.sender.check(principal, args);
+      const refused = await ctx.services.sender.check(principal, args);
+      if (refused) throw await ctx.services.sender.problem(principal, refused);
       return previewOf("send_message", args.send_at ? `schedule a message for ${args.send_at}` : "send a message now", sendDetails(args));
     },
     async run(env, args) {
       const { confirm: _c, ...send } = args as SendInput & { confirm?: boolean };
-      const accepted = await env.ctx.services.sender.send(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
-      await afterAccepted(env.ctx, accepted, env.log);
+      const accepted = await env.ctx.services.sender.sendOrThrow(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
       const m = messageMeta(accepted.body);
       return { preview: false, tool: "send_message", done: accepted.replayed ? "already sent by an identical call" : "queued", id: m.id, status: m.status, connection: m.connection, to: m.to, send_at: m.send_at, replayed: accepted.replayed };
     },

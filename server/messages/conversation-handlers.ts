@@ -4,7 +4,6 @@ import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
-import { afterAccepted } from "./accepted.js";
 import { conversationsOf } from "./conversations.js";
 import type { Accepted } from "./send.js";
 
@@ -12,22 +11,21 @@ const s = initServer();
 
 export function conversationsRouter(ctx: AppContext) {
   const conversations = conversationsOf(ctx);
-  const accepted = async (a: Accepted, res: import("express").Response, log: AppContext["logger"]) => {
+  const accepted = (a: Accepted, res: import("express").Response) => {
     if (a.replayed) res.setHeader("Idempotent-Replayed", "true");
-    await afterAccepted(ctx, a, log);
     return { status: 202 as const, body: a.body };
   };
   return s.router(contract.conversations, {
     listChats: async ({ params, query, res }) => {
       return { status: 200, body: await conversations.listChats(principalOf(res).workspaceId, params.connection, query) };
     },
-    reply: async ({ params, body, headers, req, res }) => {
+    reply: async ({ params, body, headers, res }) => {
       const a = await conversations.reply(principalOf(res), params.id, body, { idempotencyKey: headers["idempotency-key"] });
-      return accepted(a, res, req.log ?? ctx.logger);
+      return accepted(a, res);
     },
-    poll: async ({ body, headers, req, res }) => {
+    poll: async ({ body, headers, res }) => {
       const a = await conversations.poll(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
-      return accepted(a, res, req.log ?? ctx.logger);
+      return accepted(a, res);
     },
     react: async ({ params, body, res }) => {
       return { status: 202, body: await conversations.react(principalOf(res).workspaceId, params.id, body.emoji) };

@@ -104,13 +104,13 @@ export class Conversations {
     const { message, connection } = await this.find(principal.workspaceId, id);
     if (!message.providerMessageId) throw ApiError.invalidState("The message has no network id yet (it has not been handed to the network): it cannot be quoted.");
     const to = chatRecipient(chatOf(message));
-    return this.deps.sender.send(principal, { ...body, connection: connection.slug, to }, { ...options, replyTo: message.id });
+    return this.deps.sender.sendOrThrow(principal, { ...body, connection: connection.slug, to }, { ...options, replyTo: message.id });
   }
 
   /** A poll: a send whose content is the poll. */
   async poll(principal: SendAs, body: PollBody, options: Pick<SendOptions, "idempotencyKey">): Promise<Accepted> {
     const { question, options: names, selectable, ...send } = body;
-    return this.deps.sender.send(principal, send, { ...options, poll: { question, options: names, selectable } });
+    return this.deps.sender.sendOrThrow(principal, send, { ...options, poll: { question, options: names, selectable } });
   }
 
   /** Our reaction to a message ("" removes it). */

@@ -7,7 +7,8 @@ import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
 import { EngineError, type EngineRegistry, type Pace } from "../engines/engine.js";
-import { backoffMs, isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
+import { backoffMs } from "../backoff.js";
+import { isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
@@ -220,7 +221,7 @@ export class MessageDispatcher {
   }
 
   private async recordRetry(messageId: string, attempts: number, e: EngineError): Promise<void> {
-    const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempts - 1)) * (0.75 + Math.random() * 0.5);
+    const backoff = backoffMs(attempts, 1000, MAX_BACKOFF_MS, { jitter: 0.25 });
     await recordRetry(this.db, messageId, backoff, e.message, `retrying after ${e.code}: ${e.message}`);
   }
 

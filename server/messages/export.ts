@@ -1,4 +1,4 @@
-// The CSV export of messages (spec 4.1): one row per message of the last `days` days, newest
+// The CSV export of messages (docs/decisions.md, "Messaging"): one row per message of the last `days` days, newest
 // first, streamed as it is read. Bodies, media, context and metadata are never exported.
 //
 // Rows are read in keyset batches (the list's (created_at, id) order and WHERE clause) rather

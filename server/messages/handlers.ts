@@ -2,7 +2,6 @@ import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
-import { afterAccepted } from "./accepted.js";
 import { readHandlers } from "./read-handlers.js";
 
 const s = initServer();
@@ -11,10 +10,9 @@ export function messagesRouter(ctx: AppContext) {
   const { sender, messageLifecycle } = ctx.services;
   return s.router(contract.messages, {
     ...readHandlers(ctx),
-    send: async ({ body, headers, res, req }) => {
-      const accepted = await sender.send(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
+    send: async ({ body, headers, res }) => {
+      const accepted = await sender.sendOrThrow(principalOf(res), body, { idempotencyKey: headers["idempotency-key"] });
       if (accepted.replayed) res.setHeader("Idempotent-Replayed", "true");
-      await afterAccepted(ctx, accepted, req.log ?? ctx.logger);
       return { status: 202, body: accepted.body };
     },
     cancel: async ({ params, res }) => {

@@ -2,10 +2,9 @@
 // of a deferred send when its time comes. The moves are written by the store (store/moves.ts).
 import type { DataSource, EntityManager } from "typeorm";
 import type { Message as MessageView, RescheduleBody } from "../../contract/index.js";
-import type { JobRunner } from "../../jobs/runner.js";
-import { MESSAGE_RELEASE_JOB, type MessageReleasePayload } from "../../jobs/names.js";
+import { MESSAGE_RELEASE_JOB } from "../../jobs/names.js";
+import { enqueueJob } from "../db/job-outbox.js";
 import { ApiError } from "../http/errors.js";
-import type { Logger } from "../logger.js";
 import { isValidTimeZone } from "../time-zones.js";
 import { sourcesOf } from "./status.js";
 import { dropHandOff, lockMessage, moveMessage, queueHandOff, type Locked } from "./store/moves.js";
@@ -13,16 +12,9 @@ import { dropHandOff, lockMessage, moveMessage, queueHandOff, type Locked } from
 export class MessageLifecycle {
   constructor(
     private readonly db: DataSource,
-    private readonly jobs: JobRunner,
-    private readonly logger: Logger,
     /** Called when a message becomes ready for hand-off in this process. */
     private readonly onQueued: () => void,
   ) {}
-
-  /** Deferred sends wait for their job; called after the accepting transaction committed. */
-  async scheduleRelease(messageId: string, at: Date): Promise<void> {
-    await this.jobs.agenda.schedule(at, MESSAGE_RELEASE_JOB, { message_id: messageId } satisfies MessageReleasePayload);
-  }
 
   async cancel(workspaceId: string, id: string): Promise<MessageView> {
     return this.db.transaction(async (em) => {
@@ -47,9 +39,10 @@ export class MessageLifecycle {
       const patch = { sendAt, detail: `rescheduled to ${sendAt.toISOString()}`, ...(input.timezone !== undefined ? { timezone: input.timezone } : {}) };
       const moved = await moveMessage(em, locked, "reschedule", patch);
       if (!moved) throw ApiError.invalidState(`The message is ${locked.message.status}, no longer scheduled.`);
+      // The job of the earlier send_at finds the message not due and leaves it alone.
+      await enqueueJob(em, MESSAGE_RELEASE_JOB, { message_id: id }, sendAt);
       return moved;
     });
-    await this.scheduleRelease(id, sendAt);
     return view;
   }
 
@@ -70,17 +63,6 @@ export class MessageLifecycle {
       return (await moveMessage(em, locked, "release")) !== null;
     });
     if (queued) this.onQueued();
-  }
-
-  /** Releases every scheduled message whose time has passed (the safety net for lost jobs). */
-  async releaseOverdue(): Promise<number> {
-    const due: { id: string }[] = await this.db.query(
-      `SELECT id FROM messages WHERE status = 'scheduled' AND send_at <= now() - interval '5 seconds' ORDER BY send_at LIMIT 1000`,
-    );
-    for (const { id } of due) {
-      await this.release(id).catch((err: unknown) => this.logger.error({ err, message_id: id }, "release failed"));
-    }
-    return due.length;
   }
 
   private async lock(em: EntityManager, workspaceId: string, id: string): Promise<Locked> {

@@ -1,4 +1,4 @@
-// The message status lifecycle of product.md, as data. NEXT says which moves exist; ACTIONS names
+// The message status lifecycle (docs/decisions.md, "Messaging"), as data. NEXT says which moves exist; ACTIONS names
 // what the gateway does to a message and the statuses each applies from, checked against NEXT when
 // this module loads. The store (server/messages/store/) writes every move with the statuses it
 // reads here, and provider reports are decided by `transition()`: nothing else decides a move.
@@ -36,7 +36,6 @@ const NEXT: Record<MessageStatus, readonly MessageStatus[]> = {
 };
 
 export const CANCELABLE: readonly MessageStatus[] = ["scheduled", "accepted", "queued"];
-export const TERMINAL: readonly MessageStatus[] = ["read", "failed", "canceled"];
 
 /** What the gateway does to a message, each from the statuses it applies to, to one status. */
 export type MessageAction = "markSubmitting" | "recordSubmitted" | "recordRetry" | "recordFailed" | "cancel" | "reschedule" | "release" | "expire";

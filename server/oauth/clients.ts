@@ -3,8 +3,8 @@
 // address (native apps, RFC 8252 7.3), is accepted.
 import type { DataSource } from "typeorm";
 import { newId } from "../ids.js";
-import type { UrlCheckOptions } from "../webhooks/address-policy.js";
-import { requestThroughPolicy, WebhookDeliveryError } from "../webhooks/safe-request.js";
+import type { UrlCheckOptions } from "../outbound/address-policy.js";
+import { requestThroughPolicy, WebhookDeliveryError } from "../outbound/safe-request.js";
 
 export const CLIENT_PREFIX = "ocl";
 /** Registrations that never led to an approval are removed after this long. */

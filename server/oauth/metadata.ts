@@ -1,4 +1,4 @@
-// Discovery (spec 4.9): RFC 8414 authorization-server metadata and RFC 9728 protected-resource
+// Discovery (docs/mcp.md): RFC 8414 authorization-server metadata and RFC 9728 protected-resource
 // metadata at {web_url}/.well-known/…, each in the path-inserted and the root form. Public
 // documents any browser-based client may read (CORS *), as are registration and token.
 import { Router, type RequestHandler } from "express";

@@ -1,5 +1,5 @@
 // The routes served outside the ts-rest contract (server/ops/routes.ts, the OAuth discovery
-// documents of spec 4.9 and 4.10, and the dashboard's event stream), described by hand: liveness,
+// documents of docs/mcp.md, and the dashboard's event stream), described by hand: liveness,
 // readiness, metrics, the discovery documents and a stream ts-rest cannot describe. They have no zod schema because nothing validates their input (they take
 // none) and the SDK does not call them.
 import type { OperationObject, PathsObject, ResponseObject, SchemaObject } from "openapi3-ts/oas31";

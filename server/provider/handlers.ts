@@ -1,4 +1,4 @@
-// The transport callback (spec 4.10): the token in the path is checked first, before the body is
+// The transport callback (docs/engines.md, "The callback wire format"): the token in the path is checked first, before the body is
 // even read, so an unknown provider or token is a 404 whatever was sent. For a known token, a
 // payload we cannot read (malformed JSON, unknown event type, missing fields) is acknowledged
 // with 202 and ignored: an engine retrying it would never succeed, and nothing of it is stored.

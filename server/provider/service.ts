@@ -1,4 +1,4 @@
-// Reports from the engines (spec 4.10, 6.7): POST /v1/provider/{providerName}/{token}. The token
+// Reports from the engines (docs/engines.md, "The callback wire format"): POST /v1/provider/{providerName}/{token}. The token
 // is the connection's only credential here. Each report is applied in one transaction together
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
 // report that failed half-way leaves no dedupe row and is applied in full when retried.
@@ -17,21 +17,12 @@ export interface ProviderAck {
   accepted: boolean;
 }
 
-/** An AI run that inbound messages made due (server/ai/runs.ts): its debounce row is committed. */
-export interface AiRunDue {
-  connectionId: string;
-  contact: string;
-  dueAt: Date;
-}
-
 // The one rule for which connection a callback path names ($1 the token's digest, $2 the provider).
 const CALLBACK_CONNECTION = `callback_token_digest = $1 AND transport = $2 AND deleted_at IS NULL`;
 
 export interface ProviderCallbackOptions {
   /** AI_DEBOUNCE_MS: how long an inbound message waits for the contact's next before its AI run. */
   aiDebounceMs: number;
-  /** Called after the commit with the AI runs the callback made due (their jobs are created there). */
-  onAiDue(due: AiRunDue[]): Promise<void>;
 }
 
 export class ProviderCallbackService {
@@ -52,8 +43,7 @@ export class ProviderCallbackService {
    */
   async handle(providerName: string, token: string, body: ProviderCallbackBody): Promise<ProviderAck> {
     const events = "events" in body ? body.events : [body];
-    const aiDue: AiRunDue[] = [];
-    const ack = await this.db.transaction(async (em) => {
+    return await this.db.transaction(async (em) => {
       // One round trip: the connection and the dedupe rows. State reports lock the connection so
       // that they and user operations on it apply one at a time. Message reports only read it:
       // a lock there would queue every report of a number behind the others.
@@ -83,13 +73,10 @@ export class ProviderCallbackService {
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
         else if (event.type === "group.metadata" || event.type === "group.participants") accepted = (await this.group(em, connection, event)) || accepted;
         else if (isConversationEvent(event)) accepted = (await applyConversationEvent(em, connection, event)) || accepted;
-        else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event, aiDue))).accepted || accepted;
+        else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
       }
       return { accepted: (await statuses.apply(em)) || accepted };
     });
-    // Committed: the debounce rows exist, so a job lost here is found by the sweep (jobs/ai-run.ts).
-    if (aiDue.length) await this.options.onAiDue(aiDue);
-    return ack;
   }
 
   private async connectionState(em: EntityManager, connection: Connection, event: ConnectionStateEvent): Promise<ProviderAck> {
@@ -115,10 +102,9 @@ export class ProviderCallbackService {
     return true;
   }
 
-  /** An inbound message (server/messages/store/reports.ts). */
-  private async inbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDue: AiRunDue[]): Promise<ProviderAck> {
-    const { message, aiDueAt } = await recordInbound(em, connection, event, this.options.aiDebounceMs);
-    if (aiDueAt && message.sender) aiDue.push({ connectionId: connection.id, contact: message.sender, dueAt: aiDueAt });
+  /** An inbound message (server/messages/store/reports.ts); it writes the AI run's job too. */
+  private async inbound(em: EntityManager, connection: Connection, event: InboundMessageEvent): Promise<ProviderAck> {
+    await recordInbound(em, connection, event, this.options.aiDebounceMs);
     return { accepted: true };
   }
 }

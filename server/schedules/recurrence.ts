@@ -1,4 +1,4 @@
-// Recurrence maths for schedules (spec 2.3, 3.3; docs/schedules.md). Pure: no I/O, no clock —
+// Recurrence maths for schedules (docs/schedules.md). Pure: no I/O, no clock —
 // every "now" is a parameter. Time zone data comes from luxon's IANAZone (ICU's tzdata through
 // Intl); the rest is civil-calendar arithmetic on UTC day numbers.
 //

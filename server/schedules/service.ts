@@ -1,4 +1,4 @@
-// Schedules: creation with every rule of spec 2.3, reads, and the lifecycle of spec 3.3 as a table
+// Schedules: creation with every rule of docs/schedules.md, reads, and the lifecycle as a table
 // of allowed moves. Firing lives in firing.ts; the recurrence maths in recurrence.ts. Every write
 // of a schedule's state happens under its row lock, so a pause, a resume or a cancel and a
 // concurrent fire are serialized (the fire claims with SKIP LOCKED and simply moves on).
@@ -169,17 +169,11 @@ export class ScheduleService {
     const parsed = SendMessageBody.safeParse(message);
     if (!parsed.success) errors.push(...zodFieldErrors(parsed.error, "body.message"));
     if (errors.length || !parsed.success) throw ApiError.validation(errors);
-    try {
-      await this.sender.check(principal, parsed.data);
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      if (CHECKED_AT_FIRE.has(err.code)) return parsed.data;
-      if (err.code === "validation_failed") {
-        throw ApiError.validation((err.extra.errors ?? []).map((e) => ({ path: `body.message.${e.path}`, message: e.message })));
-      }
-      throw err;
-    }
-    return parsed.data;
+    const refusal = await this.sender.check(principal, parsed.data);
+    if (!refusal || CHECKED_AT_FIRE.has(refusal.code)) return parsed.data;
+    const problem = await this.sender.problem(principal, refusal);
+    if (problem.code !== "validation_failed") throw problem;
+    throw ApiError.validation((problem.extra.errors ?? []).map((e) => ({ path: `body.message.${e.path}`, message: e.message })));
   }
 }
 

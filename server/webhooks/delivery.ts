@@ -2,9 +2,10 @@
 // whoever claims it: this process's worker loop makes every first attempt (and a resend's), a
 // `webhook.retry` Agenda job (jobs/webhook-retry.ts) makes each retry at its scheduled time. Both
 // claim through the same conditional UPDATE (pending, due, lock free or expired), so an attempt
-// runs in one place at a time on any number of processes. The loop also takes any retry whose job
-// is more than RETRY_RESCUE_MS late (a job lost between the commit and its creation, or a crash in
-// the middle of an attempt), so the table, not Agenda, is what guarantees nothing is lost.
+// runs in one place at a time on any number of processes. The retry's job is written to the job
+// outbox by the statement that records the failed attempt, so it exists exactly when the failure
+// does; a process that dies in the middle of an attempt leaves its job locked, and Agenda runs it
+// again once the lock expires.
 //
 // Each attempt re-checks the URL (deliverWebhook resolves the host once and connects to the
 // checked address), signs the exact bytes sent with the SDK's scheme, and records the attempt and
@@ -12,21 +13,23 @@
 import { randomUUID } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { signWebhookPayload } from "../../sdk/src/webhooks.js";
+import { WEBHOOK_RETRY_JOB } from "../../jobs/names.js";
+import { jittered } from "../backoff.js";
 import { retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 import { decrypt } from "../secrets.js";
-import type { AllowList, Lookup } from "./address-policy.js";
+import type { AllowList, Lookup } from "../outbound/address-policy.js";
 import type { AttemptTrigger, DeliveryStatus } from "./entities.js";
-import { deliverWebhook, WebhookDeliveryError } from "./safe-request.js";
+import { deliverWebhook, WebhookDeliveryError } from "../outbound/safe-request.js";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
 /**
- * The retry schedule (product.md): the delay before retry n after n failed attempts. One attempt
+ * The retry schedule (docs/webhooks.md, "Retries"): the delay before retry n after n failed attempts. One attempt
  * plus eight retries spread over about 45 hours; when they are spent the delivery is `failed`.
  * A receiver that is down for an hour gets its events with the retry at about 2 h 36 min.
  */
@@ -44,14 +47,46 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
 /** Every delay is scaled by a random factor in [1 - RETRY_JITTER, 1 + RETRY_JITTER], so a burst of failures does not retry in lockstep. */
 export const RETRY_JITTER = 0.2;
 
-/** A retry whose Agenda job is this late is taken by the worker loop instead. */
-export const RETRY_RESCUE_MS = 60 * SECOND;
+/** A receiver's Retry-After is honoured up to this long (the schedule's longest step). */
+export const RETRY_AFTER_MAX_MS = 24 * HOUR;
 
-/** Delay before the retry that follows `failures` failed attempts; undefined when the schedule is spent. */
-export function retryDelayMs(failures: number, schedule: readonly number[] = RETRY_SCHEDULE_MS, random: () => number = Math.random): number | undefined {
+/** How the last attempt failed, as far as the next delay depends on it. */
+export interface FailedAttempt {
+  statusCode: number | null;
+  errorCode: string;
+  /** The response's Retry-After header, if any. */
+  retryAfter?: string | undefined;
+}
+
+export interface RetryDelayOptions {
+  failure?: FailedAttempt;
+  schedule?: readonly number[];
+  random?: () => number;
+  nowMs?: number;
+}
+
+/**
+ * Delay before the retry that follows `failures` failed attempts; undefined when the schedule is
+ * spent. A receiver that is overwhelmed (429) or too slow to answer (a timeout) waits twice the
+ * step; a 429 or 503 with Retry-After is not retried before it (up to RETRY_AFTER_MAX_MS), nor
+ * before the step's own delay. None of these spends a retry.
+ */
+export function retryDelayMs(failures: number, { failure, schedule = RETRY_SCHEDULE_MS, random = Math.random, nowMs = Date.now() }: RetryDelayOptions = {}): number | undefined {
   const base = schedule[failures - 1];
   if (base === undefined || failures < 1) return undefined;
-  return Math.round(base * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random()));
+  const pressed = failure?.statusCode === 429 || failure?.errorCode === "timeout";
+  const delay = jittered(pressed ? 2 * base : base, { jitter: RETRY_JITTER, random });
+  const honoured = failure?.statusCode === 429 || failure?.statusCode === 503;
+  const asked = honoured && failure.retryAfter !== undefined ? retryAfterMs(failure.retryAfter, nowMs) : undefined;
+  return asked === undefined ? delay : Math.max(delay, Math.min(asked, RETRY_AFTER_MAX_MS));
+}
+
+/** A Retry-After value (delay-seconds or an HTTP-date, RFC 9110 10.2.3) in milliseconds from `nowMs`; undefined when it is neither. */
+export function retryAfterMs(value: string, nowMs: number): number | undefined {
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * SECOND;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 const PAYLOAD_KEYS = ["id", "type", "created_at", "connection", "data"];
@@ -69,7 +104,7 @@ export function payloadBody(payload: Record<string, unknown>): string {
 
 export const USER_AGENT = "svc-gateway-webhooks/1";
 
-/** The headers of product.md; the signature is over `"<t>.<body>"` with t = Svc-Timestamp. */
+/** The headers of docs/webhooks.md; the signature is over `"<t>.<body>"` with t = Svc-Timestamp. */
 export function deliveryHeaders(secret: string, event: { id: string; type: string }, body: string, nowMs = Date.now()): Record<string, string> {
   const t = Math.floor(nowMs / 1000);
   return {
@@ -94,8 +129,6 @@ export interface WebhookDelivererOptions {
   concurrency?: number;
   /** Attempts in flight per endpoint, so one slow receiver cannot take every slot. */
   perEndpoint?: number;
-  /** Schedules the retry of `deliveryId` at `at` (an Agenda job); called after the failure is committed. */
-  scheduleRetry?: (deliveryId: string, at: Date) => Promise<void>;
 }
 
 interface Claimed {
@@ -229,8 +262,8 @@ export class WebhookDeliverer {
   }
 
   /**
-   * First attempts and resends (retry_step 0) that are due, plus retries whose Agenda job is
-   * overdue, skipping endpoints that already have their share of attempts in flight here.
+   * First attempts and resends (retry_step 0) that are due, skipping endpoints that already have
+   * their share of attempts in flight here. Retries are their jobs' (attemptDue).
    */
   private async claim(limit: number): Promise<Claimed[]> {
     const saturated = [...this.perEndpointInFlight].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id);
@@ -241,17 +274,17 @@ export class WebhookDeliverer {
          SELECT id FROM webhook_deliveries
           WHERE status = 'pending' AND next_attempt_at <= now()
             AND (locked_until IS NULL OR locked_until < now())
-            AND (retry_step = 0 OR next_attempt_at < now() - ($3 || ' milliseconds')::interval)
-            AND endpoint_id <> ALL($4::text[])
+            AND retry_step = 0
+            AND endpoint_id <> ALL($3::text[])
           ORDER BY next_attempt_at
           LIMIT $1
           FOR UPDATE SKIP LOCKED
        )
-       UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $5
+       UPDATE webhook_deliveries d SET locked_until = now() + ($2 || ' milliseconds')::interval, claim_token = $4
          FROM c, webhook_endpoints e, events ev
         WHERE d.id = c.id AND e.id = d.endpoint_id AND ev.id = d.event_id
         RETURNING ${CLAIM_RETURNING}`,
-      [limit, String(this.lockMs), String(RETRY_RESCUE_MS), saturated, token],
+      [limit, String(this.lockMs), saturated, token],
     );
   }
 
@@ -282,6 +315,7 @@ export class WebhookDeliverer {
     let statusCode: number | null = null;
     let errorCode: string | null = null;
     let error: string | null = null;
+    let retryAfter: string | undefined;
     try {
       const body = payloadBody(c.payload);
       const secret = decrypt(this.options.secretKey, c.secret_sealed);
@@ -292,6 +326,7 @@ export class WebhookDeliverer {
         { headers, body, timeoutMs: this.options.timeoutMs },
       );
       statusCode = result.status;
+      retryAfter = result.retryAfter;
       if (result.status < 200 || result.status > 299) {
         errorCode = "http_status";
         error = result.status >= 300 && result.status < 400 ? `HTTP ${result.status} (redirects are not followed)` : `HTTP ${result.status}`;
@@ -313,7 +348,7 @@ export class WebhookDeliverer {
     let retryStep = c.retry_step;
     if (errorCode !== null) {
       retryStep = c.retry_step + 1;
-      const delay = retryDelayMs(retryStep, this.schedule);
+      const delay = retryDelayMs(retryStep, { failure: { statusCode, errorCode, retryAfter }, schedule: this.schedule });
       if (delay === undefined) status = "failed";
       else {
         status = "pending";
@@ -325,17 +360,12 @@ export class WebhookDeliverer {
     // simply recorded again, and through a database outage it is retried for as long as the claim
     // holds; only an outage longer than that leaves the claim to expire and the event delivered
     // once more.
-    const recorded = await retryWhileUnavailable(() => this.record(c, outcome, retryStep), this.lockMs - this.options.timeoutMs);
-    if (recorded === "pending" && nextAttemptAt && this.options.scheduleRetry) {
-      await this.options.scheduleRetry(c.id, nextAttemptAt).catch((err: unknown) =>
-        this.logger.warn({ err, delivery_id: c.id }, "webhook retry job not created; the worker loop will take the retry when it is overdue"),
-      );
-    }
+    await retryWhileUnavailable(() => this.record(c, outcome, retryStep), this.lockMs - this.options.timeoutMs);
     return outcome;
   }
 
   /**
-   * Writes the attempt and the delivery's next state in one statement, if this claim still holds
+   * Writes the attempt, the delivery's next state and its retry's job in one statement, if this claim still holds
    * the delivery; answers the delivery's status then (undefined: not ours any more). A delivery
    * canceled meanwhile (its endpoint deleted) keeps that state; the attempt is still recorded.
    */
@@ -354,6 +384,9 @@ export class WebhookDeliverer {
        ), a AS (
          INSERT INTO webhook_attempts (delivery_id, attempted_at, trigger, status_code, latency_ms, error_code, error)
          SELECT id, $2, $3, $4, $5, $6, $7 FROM d
+       ), j AS (
+         INSERT INTO job_outbox (name, data, run_at)
+         SELECT '${WEBHOOK_RETRY_JOB}', jsonb_build_object('delivery_id', id), $10::timestamptz FROM d WHERE status = 'pending' AND $10::timestamptz IS NOT NULL
        )
        SELECT status FROM d`,
       [c.id, o.attemptedAt, o.trigger, o.statusCode, o.latencyMs, o.errorCode, o.error, o.status, retryStep, o.nextAttemptAt, c.token],

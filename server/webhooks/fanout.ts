@@ -3,7 +3,9 @@
 // connection, the event's connection_id equal to the pinned one), and is then marked fanned out.
 // A batch is claimed with FOR UPDATE SKIP LOCKED and handled in one transaction, so several
 // processes share the work and a crash half-way leaves the batch to be fanned out again; the
-// unique (endpoint_id, event_id) makes that second pass add nothing twice.
+// unique (endpoint_id, event_id) makes that second pass add nothing twice. Every statement that
+// records an event wakes the fan-out of every process at once (NOTIFY svc_events on commit); the
+// poll is the fallback, and the only way on the embedded database.
 import type { DataSource } from "typeorm";
 import { rows } from "../db/rows.js";
 import { newId } from "../ids.js";
@@ -11,6 +13,8 @@ import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 
 const BATCH = 500;
+/** Every insert into events NOTIFYs this channel on commit (migration 1732261400000-job-outbox). */
+export const EVENTS_CHANNEL = "svc_events";
 const IDLE_POLL_MS = 200;
 
 export interface FanoutResult {
@@ -48,6 +52,11 @@ export class WebhookFanout {
 
   async stop(): Promise<void> {
     await this.loop.stop();
+  }
+
+  /** Events were committed: fan them out now rather than at the next poll. */
+  wake(): void {
+    this.loop.wake();
   }
 
   /** Fans out up to `limit` pending events, oldest first, in one transaction. */

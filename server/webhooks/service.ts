@@ -1,6 +1,6 @@
-// Webhook endpoints (spec 2.4, 4.4, 5.11) and their delivery log (an extension beyond the spec).
+// Webhook endpoints (docs/webhooks.md) and their delivery log (an extension beyond the spec).
 // Who may manage them: an API key holding the route's scope (checked by the authentication
-// middleware), or a session whose role may manage webhook endpoints (product.md, Roles; checked
+// middleware), or a session whose role may manage webhook endpoints (docs/webhooks.md; checked
 // here). Every create, delete and resend is audited in the transaction that makes it.
 import type { DataSource, EntityManager } from "typeorm";
 import {
@@ -23,7 +23,7 @@ import { encrypt, randomToken } from "../secrets.js";
 import { audit } from "../workspace/audit.js";
 import { requirePlanFeature } from "../workspace/plan-gate.js";
 import { PERMISSIONS } from "../workspace/roles.js";
-import { checkWebhookUrl, type AllowList, type Lookup } from "./address-policy.js";
+import { checkWebhookUrl, type AllowList, type Lookup } from "../outbound/address-policy.js";
 
 /** Signing secrets: `whsec_` and 32 random bytes in base64url. */
 export const SECRET_PREFIX = "whsec_";

@@ -16,10 +16,6 @@ export function usageIncrementSql(direction: "outbound" | "inbound", workspacePa
           ON CONFLICT (workspace_id, day, shard) DO UPDATE SET ${column} = usage_daily.${column} + 1`;
 }
 
-export async function countMessage(em: EntityManager, workspaceId: string, direction: "outbound" | "inbound"): Promise<void> {
-  await em.query(usageIncrementSql(direction, "$1", "$2"), [workspaceId, usageShard()]);
-}
-
 /** SQL expression: outbound messages of the workspace `workspaceExpr` this UTC calendar month. */
 export function monthOutboundSql(workspaceExpr: string): string {
   return `(SELECT COALESCE(sum(u.messages_outbound), 0)::int FROM usage_daily u

@@ -1,5 +1,5 @@
 // A DNS resolver over a fixed table, for the webhook address-policy tests.
-import type { Lookup, ResolvedAddress } from "../../server/webhooks/address-policy.js";
+import type { Lookup, ResolvedAddress } from "../../server/outbound/address-policy.js";
 
 /** A resolver over a fixed table that counts its calls. */
 export function fakeLookup(table: Record<string, string[]>): Lookup & { calls: string[] } {

@@ -1,5 +1,5 @@
 // Loopback model vendors for tests: node:http servers on 127.0.0.1 that speak each vendor's wire
-// format (product.md, "AI assistance"), so the real SDKs talk to them over real HTTP.
+// format (docs/ai.md), so the real SDKs talk to them over real HTTP.
 // startVendorOne() answers POST /v1/chat/completions (Chat Completions), startVendorTwo() answers
 // POST /v1/messages (Messages). Each records every request it receives (path, headers, the raw
 // body and its JSON) and answers it as the test's script says: a text with usage, an HTTP error

@@ -10,7 +10,8 @@ export interface Received {
   at: number;
 }
 
-export type Answer = number | "hang";
+/** A status, a status with response headers, or no answer at all. */
+export type Answer = number | { status: number; headers: Record<string, string> } | "hang";
 
 /** A webhook receiver on loopback: records every request and answers what `answer` says. */
 export class Receiver {
@@ -35,7 +36,8 @@ export class Receiver {
         const r: Received = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
         receiver.received.push(r);
         const answer = receiver.answer(receiver.received.length, r);
-        if (answer !== "hang") res.writeHead(answer).end();
+        if (typeof answer === "number") res.writeHead(answer).end();
+        else if (answer !== "hang") res.writeHead(answer.status, answer.headers).end();
       });
     });
     return receiver;

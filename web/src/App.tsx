@@ -18,7 +18,7 @@ import { CONSENT_PAGE_PATH } from "@svc/sdk/contract";
 import { Schedules } from "./pages/Schedules";
 import { Ai } from "./pages/Ai";
 
-/** The API's description (spec 4.10), served beside the API. */
+/** The API's description (the OpenAPI document), served beside the API. */
 const OPENAPI_PATH = "/v1/openapi.json";
 
 /** The address the invitation e-mail links to (server/team/service.ts), signed in or not yet a member. */

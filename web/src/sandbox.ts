@@ -1,4 +1,4 @@
-// The sandbox's control API (product.md, "The sandbox engine"): the simulated network's phone,
+// The sandbox's control API (docs/engines.md, "The sandbox engine"): the simulated network's phone,
 // mounted by the gateway outside production only, without authentication, beside the API. It is
 // not part of the API's contract, hence plain fetch here rather than @svc/sdk.
 //

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * Recurring schedules (spec 2.3, 3.3) and their runs. The schedules table is also the firing
+ * Recurring schedules (docs/schedules.md) and their runs. The schedules table is also the firing
  * queue: due rows are claimed with FOR UPDATE SKIP LOCKED through the partial index on
  * next_run_at. A run row per fired occurrence, keyed by (schedule_id, occurrence_at), is the
  * idempotency key of a fire: an occurrence can be recorded, hence sent, only once.

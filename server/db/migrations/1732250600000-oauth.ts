@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * The authorization server of the tool endpoint (spec 4.9, 5.7). One grant per approval: the
+ * The authorization server of the tool endpoint (docs/mcp.md). One grant per approval: the
  * member, the client, the scopes and the resource they approved; its code and tokens hang off it,
  * so revoking a grant (by the member, by a replayed refresh token, by a reused code) ends them all.
  * Codes and tokens are stored only as SHA-256 digests.

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * AI assistance (spec 2.6): model-vendor credentials and per-connection policies. The vendor key is
+ * AI assistance (docs/ai.md): model-vendor credentials and per-connection policies. The vendor key is
  * stored sealed (AES-256-GCM) with the id of the key that sealed it, so SECRET_KEY can rotate; only
  * its last four characters are kept in the clear, as the fingerprint the list shows.
  */

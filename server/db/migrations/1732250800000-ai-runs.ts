@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * AI runs (spec 2.6, product.md "AI assistance"): one row per run, unique on the inbound message
+ * AI runs (docs/ai.md): one row per run, unique on the inbound message
  * it answers so that a retried job never answers twice, carrying its state while in flight (the
  * worst-case cost is reserved in cost_micros until the real cost replaces it); and the debounce
  * rows, one per (connection, contact) waiting to be answered, so that a restart loses none.

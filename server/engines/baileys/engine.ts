@@ -14,7 +14,7 @@ import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
 import { decrypt } from "../../secrets.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { editContent, reactionContent, revokeContent } from "./conversations.js";
 import { loadAuthState, wipeSession } from "./auth-state.js";

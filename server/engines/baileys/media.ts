@@ -1,7 +1,7 @@
 // Fetching a message's media from the URL the sender gave, through the outbound address policy
 // (server/engines/media-fetch.ts): a size limit and one timeout for the whole fetch.
 import type { Media } from "../../../contract/index.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { collectMedia, openMedia } from "../media-fetch.js";
 
 /** The network's own ceiling for video and images is 16 MB; larger files are refused here. */

@@ -9,9 +9,10 @@ import { groupOf, libraryMetadata } from "./groups.js";
 import type { Readable } from "node:stream";
 import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
+import { backoffMs } from "../../backoff.js";
 import type { Logger } from "../../logger.js";
 import { encrypt } from "../../secrets.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type MessageRef, type NumberCheck, type OutboundMessage } from "../engine.js";
 import { capStream } from "../media-fetch.js";
 import { loadAuthState, wipeSession, type StoredAuth } from "./auth-state.js";
@@ -92,7 +93,7 @@ export function formatPairingCode(code: string): string {
 }
 
 export function reconnectDelay(attempt: number, random = Math.random): number {
-  return Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** attempt) * (0.5 + random());
+  return backoffMs(attempt + 1, RECONNECT_BASE_MS, RECONNECT_MAX_MS, { jitter: 0.5, random });
 }
 
 export class Session {

@@ -15,6 +15,7 @@ import { ensurePrivateDir } from "../../data-dir.js";
 import type { Logger } from "../../logger.js";
 import { randomToken } from "../../secrets.js";
 import type { Report } from "./session.js";
+import { backoffMs } from "../../backoff.js";
 
 /** Attempts of a report that fails for another reason than the database being away, before it is set aside. */
 export const SPOOL_FAILED_ATTEMPTS = 6;
@@ -152,7 +153,7 @@ export class ReportSpool {
           return;
         }
         if (attempt === 1) this.logger.warn({ err, connection_id: spooled.connectionId }, "baileys report not applied yet; kept in the spool and retried");
-        await new Promise((r) => setTimeout(r, Math.min(MAX_BACKOFF_MS, this.backoffBaseMs * 2 ** Math.min(attempt, 10))));
+        await new Promise((r) => setTimeout(r, backoffMs(attempt + 1, this.backoffBaseMs, MAX_BACKOFF_MS, { jitter: 0 })));
       }
     }
   }

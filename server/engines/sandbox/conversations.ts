@@ -5,7 +5,7 @@
 import type { DataSource } from "typeorm";
 import type { Media, PresenceState, Recipient } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
-import type { UrlCheckOptions } from "../../webhooks/address-policy.js";
+import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type EngineConnection, type MediaDownload, type MessageRef } from "../engine.js";
 import { openMedia } from "../media-fetch.js";
 

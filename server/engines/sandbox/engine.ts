@@ -1,5 +1,5 @@
 // The sandbox engine: a simulated network behind the same engine interface as a real one, so that
-// everything works and is testable with no phone (product.md, "The sandbox engine"). Its state is
+// everything works and is testable with no phone (docs/engines.md, "The sandbox engine"). Its state is
 // in its own tables; its reports reach the gateway over HTTP at the connection's callback URL, so
 // the callback path under test is always the real one. The control API (control.ts) plays the
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
@@ -9,7 +9,7 @@ import type { Media, PresenceState, Recipient } from "../../../contract/index.js
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
-import { EMPTY_ALLOW_LIST, type UrlCheckOptions } from "../../webhooks/address-policy.js";
+import { EMPTY_ALLOW_LIST, type UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type PairingRequest } from "../engine.js";
 import { recipientAddress, SandboxConversations } from "./conversations.js";
 import { SandboxContact, SandboxSession, type Receipts } from "./entities.js";

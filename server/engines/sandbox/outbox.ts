@@ -3,6 +3,7 @@
 // reports together as one batch in due order, until the gateway acknowledges them: a gateway that is down or restarting loses nothing. Several processes
 // may poll the same table; a claim locks rows for a while, so a poller that dies hands them on.
 import type { DataSource } from "typeorm";
+import { backoffMs } from "../../backoff.js";
 import { retryWhileUnavailable } from "../../db/availability.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
@@ -146,7 +147,7 @@ export class CallbackOutbox {
       await this.drop(reports, `gave up after ${attempts} attempts: ${failure}`, true);
       return true;
     }
-    const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempts - 1, 10));
+    const backoff = backoffMs(attempts, 250, MAX_BACKOFF_MS, { jitter: 0 });
     await this.write(
       `UPDATE sandbox_callbacks SET due_at = now() + ($2 || ' milliseconds')::interval, locked_until = NULL, last_error = $3 WHERE id = ANY($1::bigint[])`,
       [ids, String(backoff), failure],

@@ -15,6 +15,7 @@ import { newId } from "../../ids.js";
 import { monthOutboundSql, usageShard } from "../../workspace/usage.js";
 import { NO_CONVERSATION, type Message, type PollSpec } from "../entities.js";
 import { messageView } from "../view.js";
+import { MESSAGE_RELEASE_JOB } from "../../../jobs/names.js";
 
 /** A send_at less than this far ahead is sent now rather than scheduled. */
 const SCHEDULE_THRESHOLD_MS = 1000;
@@ -96,6 +97,7 @@ export function acceptedDraft(input: AcceptInput): AcceptedDraft {
  * the parameter of the usage shard every message of the statement counts on: one usage row per
  * workspace, taken in workspace order, so two statements cannot deadlock on them. A failed
  * message's last timeline entry carries its reason; the event's `from` is the number it is sent from.
+ * A deferred send's release job goes to the job outbox in the same statement.
  */
 function acceptedWrites(shard: string): string {
   return `m AS (
@@ -121,6 +123,9 @@ function acceptedWrites(shard: string): string {
     INSERT INTO events ${EVENT_INSERT_COLUMNS}
     SELECT event_id, workspace_id, event_type, connection_id, jsonb_set(payload, '{data,from}', COALESCE(to_jsonb(sender), 'null'::jsonb)), created_at
       FROM go WHERE event_type IS NOT NULL
+  ), j AS (
+    INSERT INTO job_outbox (name, data, run_at)
+    SELECT '${MESSAGE_RELEASE_JOB}', jsonb_build_object('message_id', id), send_at FROM go WHERE status = 'scheduled'
   )`;
 }
 

@@ -14,6 +14,7 @@ import { transition } from "../status.js";
 import { messageView } from "../view.js";
 import { json } from "./accept.js";
 import { messageFromRow } from "./row.js";
+import { AI_RUN_JOB } from "../../../jobs/names.js";
 
 /**
  * Applies the status reports of one callback, in order: their messages read and locked in one
@@ -102,7 +103,7 @@ export interface InboundRecorded {
  * the furthest an inbound message goes until someone reads it in an app (not ours to know). The
  * message, its timeline entry, its `message.received` event, its usage count and, for a
  * one-to-one message on a connection whose AI policy is enabled, its AI debounce row
- * (server/ai/runs.ts): one statement.
+ * (server/ai/runs.ts) and, for a new one, its `ai.run` job in the job outbox: one statement.
  */
 export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDebounceMs: number): Promise<InboundRecorded> {
   const now = new Date();
@@ -134,6 +135,9 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
        ${usageIncrementSql("inbound", "$2", "$12")}
      ), a AS (
        ${startsAi ? AI_DEBOUNCE_SQL : "SELECT NULL::timestamptz AS due_at, false AS created WHERE false"}
+     ), j AS (
+       INSERT INTO job_outbox (name, data, run_at)
+       SELECT '${AI_RUN_JOB}', jsonb_build_object('connection_id', $3::text, 'contact', $5::text), due_at FROM a WHERE created
      )
      INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)
      RETURNING (SELECT due_at FROM a WHERE created) AS ai_due_at`,

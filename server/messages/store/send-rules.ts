@@ -5,11 +5,26 @@
 // The accepting statement (store/accept.ts) also holds these rules in SQL, as the guard of its
 // writes, so that a send stays one round trip; this function then explains what the guard did.
 
-export type SendRefusal =
+/** A send the rules of the moment refuse (connection, plan, allowance). */
+export type RuleRefusal =
   | { code: "connection_not_found"; slug: string }
   | { code: "plan_required"; plan: string }
   | { code: "connection_not_ready"; slug: string; state: string }
   | { code: "quota_exceeded"; plan: string; allowance: number };
+
+/**
+ * Every way a send is refused, as a value: the rules above, content no engine can send (checked
+ * before anything is read), and an Idempotency-Key used with another body or still in flight.
+ */
+export type SendRefusal =
+  | RuleRefusal
+  | { code: "invalid_content"; errors: { path: string; message: string }[] }
+  | { code: "idempotency_mismatch" }
+  | { code: "idempotency_in_flight" };
+
+export function isRefusal<T extends object>(outcome: T | SendRefusal): outcome is SendRefusal {
+  return "code" in outcome && typeof (outcome as { code: unknown }).code === "string";
+}
 
 export interface SendFacts {
   /** The connection the send names. */
@@ -26,7 +41,7 @@ export interface SendFacts {
 }
 
 /** Why the send may not be written, or null when every rule holds. The order is the order of the checks users see. */
-export function sendRefusal(f: SendFacts): SendRefusal | null {
+export function sendRefusal(f: SendFacts): RuleRefusal | null {
   if (!f.connection) return { code: "connection_not_found", slug: f.slug };
   if (f.later && !f.plan.scheduling) return { code: "plan_required", plan: f.plan.name };
   if (f.now && f.connection.state !== "connected") return { code: "connection_not_ready", slug: f.slug, state: f.connection.state };
@@ -46,5 +61,11 @@ export function refusalText(r: SendRefusal): string {
       return `The connection ${r.slug} is ${r.state}, not connected.`;
     case "quota_exceeded":
       return `The ${r.plan} plan allows ${r.allowance} messages a month.`;
+    case "invalid_content":
+      return r.errors.map((e) => `${e.path}: ${e.message}`).join("; ");
+    case "idempotency_mismatch":
+      return "This Idempotency-Key was used with a different request body.";
+    case "idempotency_in_flight":
+      return "A request with this Idempotency-Key is still in flight; retry shortly.";
   }
 }

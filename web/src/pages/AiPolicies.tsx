@@ -1,4 +1,4 @@
-// A connection's AI policy: every field of spec 2.6 with the contract's limits and defaults next to
+// A connection's AI policy: every field of docs/ai.md with the contract's limits and defaults next to
 // it, validated by the contract's schema before anything is sent; save replaces the policy (PUT),
 // turn off saves it with enabled=false. Without a policy AI is off for the connection. Prices and
 // the monthly limit are typed in currency units and sent in micros (format.ts converts exactly).

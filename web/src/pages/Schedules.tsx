@@ -15,7 +15,7 @@ import { DangerAction } from "../confirm";
 
 const LIST = ["schedules"] as const;
 const refresh = () => queryClient.invalidateQueries({ queryKey: LIST });
-/** The API lists every schedule at once (spec 4.3); the page shows them this many at a time. */
+/** The API lists every schedule at once (docs/schedules.md); the page shows them this many at a time. */
 const PAGE_SIZE = 20;
 /** How long typing must pause before the preview is asked for. */
 const PREVIEW_DELAY_MS = 400;

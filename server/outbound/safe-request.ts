@@ -1,4 +1,5 @@
-// Posts a webhook to an address that address-policy.ts has already checked, without resolving the
+// Requests an address that address-policy.ts has already checked (a webhook, a vendor call, a
+// media fetch), without resolving the
 // host again: the socket's lookup is replaced by one that answers with exactly the checked address.
 // The URL's hostname still drives the Host header, TLS SNI and certificate validation (which stays
 // on). Redirects are never followed (node's request does not follow them; a 3xx is returned as its
@@ -61,6 +62,8 @@ export interface PostResult {
   status: number;
   /** Milliseconds from the start of the request to the response headers. */
   latencyMs: number;
+  /** The response's Retry-After header, as sent. */
+  retryAfter?: string;
   /** The address the connection was made to. */
   address: string;
   /** Response body bytes read before it was discarded (at most maxResponseBytes plus one chunk). */
@@ -160,6 +163,7 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
     let settled = false;
     let latencyMs = 0;
     let status = 0;
+    let retryAfter: string | undefined;
     let bodyBytes = 0;
     const kept: Buffer[] = [];
     let gotResponse = false;
@@ -175,6 +179,7 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
       resolve({
         status,
         latencyMs,
+        ...(retryAfter !== undefined ? { retryAfter } : {}),
         address,
         bodyBytes,
         ...(req.keepBody ? { body: Buffer.concat(kept).subarray(0, maxBytes), truncated: bodyBytes >= maxBytes } : {}),
@@ -193,6 +198,7 @@ export function postToCheckedAddress(req: CheckedPost): Promise<PostResult> {
       gotResponse = true;
       latencyMs = Math.round(performance.now() - started);
       status = res.statusCode ?? 0;
+      retryAfter = res.headers["retry-after"];
       res.on("data", (chunk: Buffer) => {
         bodyBytes += chunk.length;
         if (req.keepBody) kept.push(chunk);
@@ -216,7 +222,7 @@ export interface DeliveryResult extends PostResult {
 /**
  * Delivery-time entry point: checks the URL again (resolving the host once), then posts to the
  * first resolved address. `timeoutMs` covers the lookup as well as the request. Every URL a
- * tenant or a client gives the gateway is reached through here (product.md, Outbound addresses).
+ * tenant or a client gives the gateway is reached through here (docs/webhooks.md, "Where deliveries may go").
  */
 export const deliverWebhook = requestThroughPolicy;
 

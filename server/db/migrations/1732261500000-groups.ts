@@ -6,8 +6,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
  * was fetched; and in the sandbox's simulated network, each group, its members with their roles,
  * and how a contact answers being added to a group (their privacy setting).
  */
-export class Groups1732261400000 implements MigrationInterface {
-  name = "Groups1732261400000";
+export class Groups1732261500000 implements MigrationInterface {
+  name = "Groups1732261500000";
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`

@@ -1,5 +1,7 @@
-// Where a webhook may be delivered: the address classifier, the WEBHOOK_ALLOW_PRIVATE allow-list,
-// and the URL check run at registration and again at every delivery.
+// The outbound address policy: where the gateway may connect when a tenant or a client gives it a
+// URL (webhook endpoints, model vendors' base URLs, media to fetch, OAuth client documents). The
+// address classifier, the OUTBOUND_ALLOW_PRIVATE allow-list, and the URL check run when the URL
+// is given and again at every request.
 //
 // Policy (deny by default): an address is allowed only when it is ordinary global unicast. Every
 // range below is refused with a named reason; on top of that, anything ipaddr.js does not call
