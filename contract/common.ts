@@ -123,6 +123,7 @@ export const PROBLEM_CODES = [
   "unauthorized",
   "plan_required",
   "forbidden",
+  "not_group_admin",
   "insufficient_scope",
   "cross_site_request",
   "not_found",

@@ -6,6 +6,7 @@ import { auth } from "./auth.js";
 import { connections } from "./connections.js";
 import { conversations } from "./conversations.js";
 import { events } from "./events.js";
+import { groups } from "./groups.js";
 import { mcp } from "./mcp.js";
 import { messages } from "./messages.js";
 import { oauth } from "./oauth.js";
@@ -24,6 +25,7 @@ export type Contract = {
   messages: typeof messages;
   conversations: typeof conversations;
   connections: typeof connections;
+  groups: typeof groups;
   schedules: typeof schedules;
   webhooks: typeof webhooks;
   events: typeof events;
@@ -36,7 +38,7 @@ export type Contract = {
   ops: typeof ops;
 };
 
-export const contract: Contract = { messages, conversations, connections, schedules, webhooks, events, ai, workspace, team, auth, oauth, mcp, ops };
+export const contract: Contract = { messages, conversations, connections, groups, schedules, webhooks, events, ai, workspace, team, auth, oauth, mcp, ops };
 
 /** Every route of `router`, with its dotted name (`messages.cancel`). */
 export function routesOf(router: AppRouter, at: string[] = []): { name: string; route: AppRoute }[] {
@@ -47,6 +49,7 @@ export * from "./common.js";
 export * from "./messages.js";
 export * from "./conversations.js";
 export * from "./connections.js";
+export * from "./groups.js";
 export * from "./schedules.js";
 export * from "./webhooks.js";
 export * from "./events.js";

@@ -80,6 +80,39 @@ export const PhoneOutboundEvent = z
   .describe("One of `to` (a phone number) or `group`; with both, the group");
 export type PhoneOutboundEvent = z.infer<typeof PhoneOutboundEvent>;
 
+const ReportedParticipant = z.object({ phone: Phone.nullable(), lid: chars(1, 200).nullable() }).strict();
+
+/** A group's metadata as the network now has it: the number is in it (joined, or it changed). */
+export const GroupMetadataEvent = z
+  .object({
+    type: z.literal("group.metadata"),
+    event_id: EventId,
+    group: z
+      .object({
+        id: chars(1, 64),
+        subject: chars(0, 200),
+        description: chars(0, 4096).nullable(),
+        announce: z.boolean(),
+        locked: z.boolean(),
+        created_at: ZonedDateTime,
+        participants: z.array(ReportedParticipant.extend({ role: z.enum(["member", "admin", "superadmin"]) }).strict()).max(5000),
+      })
+      .strict(),
+  })
+  .strict();
+export type GroupMetadataEvent = z.infer<typeof GroupMetadataEvent>;
+
+/** Participants of a group joined, left, were promoted or demoted (the linked number among them when it left). */
+export const GroupParticipantsEvent = z
+  .object({
+    type: z.literal("group.participants"),
+    event_id: EventId,
+    group_id: chars(1, 64),
+    action: z.enum(["add", "remove", "promote", "demote"]),
+    participants: z.array(ReportedParticipant).min(1).max(5000),
+  })
+  .strict();
+export type GroupParticipantsEvent = z.infer<typeof GroupParticipantsEvent>;
 /** What a contact did to a message the network carried: the message by the network's id. */
 const ActedOnMessage = z.object({
   event_id: EventId,
@@ -126,6 +159,8 @@ export const ProviderEvent = z.discriminatedUnion("type", [
   InboundMessageEvent,
   MessageStatusEvent,
   PhoneOutboundEvent,
+  GroupMetadataEvent,
+  GroupParticipantsEvent,
   ReactionEvent,
   EditedEvent,
   RevokedEvent,

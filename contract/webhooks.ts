@@ -28,6 +28,9 @@ export const WEBHOOK_EVENTS = [
   "schedule.completed",
   "ai.draft.created",
   "ai.reply.sent",
+  "group.joined",
+  "group.updated",
+  "group.participants",
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

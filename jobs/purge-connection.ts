@@ -38,6 +38,7 @@ export async function purgeConnection(db: DataSource, connectionId: string): Pro
     if (deleted.length < BATCH) break;
   }
   await db.query(`DELETE FROM provider_callbacks WHERE connection_id = $1`, [connectionId]);
+  await db.query(`WITH l AS (DELETE FROM group_lists WHERE connection_id = $1) DELETE FROM group_metadata WHERE connection_id = $1`, [connectionId]);
   // The engine wipes its session at delete; this catches a wipe that did not happen (engine down).
   await wipeSession(db, connectionId);
   return removed;

@@ -5,6 +5,7 @@ import { contract } from "../contract/index.js";
 import { aiRouter } from "./ai/handlers.js";
 import { authRouter } from "./auth/handlers.js";
 import { connectionsRouter } from "./connections/handlers.js";
+import { groupsRouter } from "./groups/handlers.js";
 import { sandboxControl, SANDBOX_CONTROL_PATH } from "./engines/sandbox/index.js";
 import type { AppContext } from "./context.js";
 import { allowedMethods } from "./http/allowed-methods.js";
@@ -77,6 +78,7 @@ export function createApp(ctx: AppContext, readiness: Readiness): Express {
     messages: messagesRouter(ctx),
     conversations: conversationsRouter(ctx),
     connections: connectionsRouter(ctx),
+    groups: groupsRouter(ctx),
     schedules: schedulesRouter(ctx),
     webhooks: webhooksRouter(ctx),
     events: eventsRouter(ctx),

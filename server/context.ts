@@ -1,4 +1,5 @@
 // Everything a request or a job may need, built once at start and passed down explicitly.
+import { GroupService } from "./groups/service.js";
 import type { DataSource } from "typeorm";
 import { ApiKeyService } from "./api-keys/service.js";
 import { ApiKeyCache } from "./auth/key-cache.js";
@@ -57,6 +58,8 @@ export interface Services {
   sender: MessageSender;
   messageLifecycle: MessageLifecycle;
   connections: ConnectionService;
+  /** The groups of a connection's number, through its engine. */
+  groups: GroupService;
   providerCallbacks: ProviderCallbackService;
   schedules: ScheduleService;
   /** Fires due schedules; run by the Agenda lanes of jobs/schedule-fire.ts. */
@@ -92,6 +95,7 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
     timeoutMs: deps.config.webhooks.timeoutMs,
     ...(deps.config.webhooks.retryScheduleMs ? { retryScheduleMs: deps.config.webhooks.retryScheduleMs } : {}),
   });
+  const connections = new ConnectionService(deps.db, deps.config, deps.engines, deps.logger);
   const services: Services = {
     sender,
     messageLifecycle: new MessageLifecycle(deps.db, () => deps.dispatcher.wake()),
@@ -99,7 +103,8 @@ export function createServices(deps: Omit<AppContext, "services"> & Pick<Service
     apiKeys: new ApiKeyService(deps.db, deps.keyCache),
     team: new TeamService(deps.db, deps.mailer, deps.config, deps.logger, deps.keyCache),
     workspaces: new WorkspaceService(deps.db, deps.keyCache),
-    connections: new ConnectionService(deps.db, deps.config, deps.engines, deps.logger),
+    connections,
+    groups: new GroupService(deps.db, deps.config, deps.engines, connections),
     providerCallbacks: deps.providerCallbacks,
     schedules: new ScheduleService(deps.db, sender),
     scheduleFiring: new ScheduleFiring(deps.db, deps.logger),

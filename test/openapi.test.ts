@@ -108,6 +108,15 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/messages/poll"],
   // product.md, "The real network, as its users meet it": a proxy per connection
   ["put", "/v1/connections/{connection}/settings"],
+  // issue 24: the groups of a connection's number (product.md, "Groups")
+  ["get", "/v1/connections/{connection}/groups"],
+  ["post", "/v1/connections/{connection}/groups"],
+  ["get", "/v1/connections/{connection}/groups/{group}"],
+  ["patch", "/v1/connections/{connection}/groups/{group}"],
+  ["post", "/v1/connections/{connection}/groups/{group}/participants"],
+  ["post", "/v1/connections/{connection}/groups/{group}/leave"],
+  ["get", "/v1/connections/{connection}/groups/{group}/invite"],
+  ["post", "/v1/connections/{connection}/groups/{group}/invite"],
 ];
 
 // Spec 4.10's routes outside /v1 and the discovery documents of 4.9 and 4.10.

@@ -62,9 +62,9 @@ describe("sandbox engine", () => {
       const phone = uniquePhone();
       const declared = await sandbox("POST", "/numbers", { phone });
       expect(declared.status).to.equal(200);
-      expect(declared.json).to.deep.equal({ phone, on_network: true, receipts: "read" });
+      expect(declared.json).to.deep.equal({ phone, on_network: true, receipts: "read", group_add: "allow" });
       expect((await sandbox("POST", "/numbers", { phone, on_network: false, receipts: "none" })).json).to.include({ on_network: false, receipts: "none" });
-      for (const body of [{}, { phone: "123" }, { phone, receipts: "seen" }, { phone, on_network: "no" }, { phone, extra: true }]) {
+      for (const body of [{}, { phone: "123" }, { phone, receipts: "seen" }, { phone, on_network: "no" }, { phone, group_add: "maybe" }, { phone, extra: true }]) {
         const res = await sandbox("POST", "/numbers", body);
         expect(res.status, JSON.stringify(body)).to.equal(400);
         expect(res.json.code).to.equal("validation_failed");

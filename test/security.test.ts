@@ -16,7 +16,7 @@ import { contract, ISSUABLE_SCOPES, routesOf, type RouteMetadata } from "../cont
 import { expectOk } from "../sdk/src/index.js";
 import { fromDashboard, http, newWorkspace, type TestWorkspace } from "./support/actors.js";
 import { obtainTokens } from "./support/oauth.js";
-import { pairConnection, uniquePhone } from "./support/sandbox.js";
+import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 import { testEnv } from "./setup.js";
 
@@ -70,6 +70,9 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   "messages.reschedule": { send_at: new Date(Date.now() + 7 * 86_400_000).toISOString() },
   "team.update": { role: "developer" },
   "connections.update": { transport: "sandbox" },
+  "groups.create": { subject: "sec", participants: ["+15550001111"] },
+  "groups.update": { subject: "taken over" },
+  "groups.participants": { action: "remove", participants: ["+15550001111"] },
   "schedules.preview": { timezone: "UTC", recurrence: { type: "daily", hour: 9, minute: 0 } },
   "ai.setPolicy": { credential_id: "00000000-0000-4000-8000-000000000000", enabled: true, mode: "draft", model: "m", system_instruction: "s" },
   "conversations.reply": { body: "x" },
@@ -160,7 +163,10 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
   const auth = { authorization: `Bearer ${issued.key}` };
   const tag = randomBytes(3).toString("hex");
   const linked = `sec-linked-${tag}`;
-  await pairConnection(client, linked, uniquePhone());
+  const linkedPhone = uniquePhone();
+  await pairConnection(client, linked, linkedPhone);
+  const group = await sandbox("POST", "/groups", { phone: linkedPhone, role: "admin", subject: "sec" });
+  expect(group.status).to.equal(201);
   // A connection with an open pairing grant: the QR route's two ids.
   const pairing = `sec-pairing-${tag}`;
   await expectOk(client.connections.create({ body: { slug: pairing } }));
@@ -205,6 +211,8 @@ async function workspaceB(): Promise<Omit<Fixture, "a">> {
       "oauth.id": authorizations.data[0]!.id,
       "ai.id": aiCredential.json.id as string,
       "ai.connection": pairing,
+      "groups.connection": linked,
+      "groups.group": group.json.id as string,
       "conversations.id": scheduled.json.id as string,
       "conversations.connection": linked,
       "conversations.chat": "+15550001111",
@@ -317,5 +325,7 @@ describe("security rules of every contract route", () => {
     const policy = await http("GET", `/v1/ai/policies/${fixture.bIds["ai.connection"]}`, { headers: auth });
     expect(policy.json).to.include({ system_instruction: "b's", enabled: false });
     expect((await http("GET", "/v1/whoami", { headers: auth })).status).to.equal(200);
+    const group = await http("GET", `/v1/connections/${fixture.bIds["groups.connection"]}/groups/${encodeURIComponent(fixture.bIds["groups.group"]!)}`, { headers: auth });
+    expect(group.json).to.include({ subject: "sec", size: 1 });
   });
 });

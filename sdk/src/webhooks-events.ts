@@ -5,6 +5,9 @@ import type {
   AiReplySentData,
   ChatPresenceData,
   Connection,
+  Group,
+  GroupParticipantsData,
+  GroupUpdatedData,
   Message,
   MessageChangedData,
   MessagePollVoteData,
@@ -35,6 +38,9 @@ export interface WebhookEventDataMap {
   "schedule.completed": ScheduleCompletedData;
   "ai.draft.created": AiDraftCreatedData;
   "ai.reply.sent": AiReplySentData;
+  "group.joined": Group;
+  "group.updated": GroupUpdatedData;
+  "group.participants": GroupParticipantsData;
 }
 
 /** One delivery's body; with `T` left out, the union of every event type, discriminated by `type`. */

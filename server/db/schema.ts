@@ -27,6 +27,7 @@ import { ConnectionProxy1732261100000 } from "./migrations/1732261100000-connect
 import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-pace.js";
 import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
 import { JobOutbox1732261400000 } from "./migrations/1732261400000-job-outbox.js";
+import { Groups1732261500000 } from "./migrations/1732261500000-groups.js";
 
 export const ENTITIES = [
   Plan,
@@ -62,4 +63,5 @@ export const MIGRATIONS = [
   DispatchPace1732261200000,
   NumberChecks1732261300000,
   JobOutbox1732261400000,
+  Groups1732261500000,
 ];

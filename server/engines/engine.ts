@@ -74,6 +74,53 @@ export interface NumberCheck {
   onNetwork: boolean | null;
 }
 
+/** A participant of a group as the network gives it: a phone number, a LID, or both. */
+export interface EngineGroupParticipant {
+  phone: string | null;
+  lid: string | null;
+  role: "member" | "admin" | "superadmin";
+}
+
+/** A group's metadata as the network gives it. */
+export interface EngineGroup {
+  id: string;
+  subject: string;
+  description: string | null;
+  announce: boolean;
+  locked: boolean;
+  createdAt: Date;
+  participants: EngineGroupParticipant[];
+}
+
+export type EngineParticipantOutcome =
+  | "added"
+  | "already_member"
+  | "not_on_network"
+  | "invited"
+  | "refused"
+  | "removed"
+  | "promoted"
+  | "demoted"
+  | "not_member";
+
+/**
+ * The groups of a linked number. Failures are EngineErrors whose code says which: `group_not_found`
+ * (the number is not in the group), `not_group_admin` (the network requires an admin), or
+ * `session_not_linked`.
+ */
+export interface EngineGroups {
+  /** Every group the number is in, with participants (one network request). */
+  list(connection: EngineConnection): Promise<EngineGroup[]>;
+  get(connection: EngineConnection, groupId: string): Promise<EngineGroup>;
+  create(connection: EngineConnection, subject: string, phones: string[]): Promise<{ group: EngineGroup; outcomes: EngineParticipantOutcome[] }>;
+  update(connection: EngineConnection, groupId: string, change: { subject?: string; description?: string; announce?: boolean; locked?: boolean }): Promise<void>;
+  participants(connection: EngineConnection, groupId: string, action: "add" | "remove" | "promote" | "demote", phones: string[]): Promise<EngineParticipantOutcome[]>;
+  leave(connection: EngineConnection, groupId: string): Promise<void>;
+  inviteCode(connection: EngineConnection, groupId: string): Promise<string>;
+  /** Revokes the current invite code; answers the new one. */
+  revokeInvite(connection: EngineConnection, groupId: string): Promise<string>;
+}
+
 /** How the phone will link: scan a QR code, or type a code shown for its number (E.164). */
 export type PairingRequest = { method: "qr" } | { method: "code"; phone: string };
 
@@ -112,6 +159,8 @@ export interface Engine {
    */
   sendMany?(connection: EngineConnection, messages: OutboundMessage[]): Promise<({ providerMessageId: string } | EngineError)[]>;
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
+  /** Optional: the groups of the linked number; without it the group routes answer 503. */
+  readonly groups?: EngineGroups;
   // Conversations (product.md). Optional: an engine without one answers 409 for it.
   /** Reacts to a message with one emoji; "" removes our reaction. */
   react?(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void>;

@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   unauthorized: { status: 401, title: "Authentication required" },
   plan_required: { status: 402, title: "Your plan does not include this feature" },
   forbidden: { status: 403, title: "Forbidden" },
+  not_group_admin: { status: 403, title: "The linked number is not an admin of the group" },
   insufficient_scope: { status: 403, title: "The credential lacks the required scope" },
   cross_site_request: { status: 403, title: "Cross-site request refused" },
   not_found: { status: 404, title: "Not found" },

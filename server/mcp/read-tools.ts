@@ -9,6 +9,7 @@ import { ListSchedulesQuery, Schedule } from "../../contract/schedules.js";
 import { ListWebhookDeliveriesQuery, WebhookDeliveryPage } from "../../contract/webhooks.js";
 import { Usage, UsageQuery } from "../../contract/workspace.js";
 import { ChatPage } from "../../contract/conversations.js";
+import { Group, GroupList } from "../../contract/groups.js";
 import { conversationsOf } from "../messages/conversations.js";
 import { connectionView } from "../connections/service.js";
 import { cursorKey } from "../http/cursor.js";
@@ -63,6 +64,27 @@ export const readTools: Tool[] = [
     output: ChatPage,
     async run({ ctx, principal }, args) {
       return conversationsOf(ctx).listChats(principal.workspaceId, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
+    },
+  }),
+  readTool({
+    name: "list_groups",
+    title: "List groups",
+    description:
+      "The groups a connected connection's number is in, newest first: id, subject, size and the number's own role. No message content. Paginate with next_cursor.",
+    input: Slug.extend({ limit: z.number().int().min(1).max(100).optional(), cursor: z.string().min(1).max(200).optional() }).strict(),
+    output: GroupList,
+    async run({ ctx, principal }, args) {
+      return ctx.services.groups.list(principal, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
+    },
+  }),
+  readTool({
+    name: "get_group",
+    title: "Get a group",
+    description: "One group by its id (e.g. 120363…@g.us): subject, description, settings and participants with their roles. No message content.",
+    input: Slug.extend({ group: z.string().min(1).max(64) }).strict(),
+    output: Group,
+    async run({ ctx, principal }, args) {
+      return ctx.services.groups.get(principal, args.connection, args.group);
     },
   }),
   readTool({

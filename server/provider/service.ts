@@ -3,11 +3,12 @@
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
 // report that failed half-way leaves no dedupe row and is applied in full when retried.
 import type { DataSource, EntityManager } from "typeorm";
-import type { ConnectionStateEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
+import type { ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
 import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
 import { moveConnection } from "../connections/service.js";
 import { rows } from "../db/rows.js";
+import { applyGroup, applyParticipants } from "../groups/cache.js";
 import { ApiError } from "../http/errors.js";
 import { applyConversationEvent, isConversationEvent } from "../messages/store/conversation-reports.js";
 import { applyReports, recordInbound, recordPhoneOutbound } from "../messages/store/reports.js";
@@ -70,6 +71,7 @@ export class ProviderCallbackService {
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
+        else if (event.type === "group.metadata" || event.type === "group.participants") accepted = (await this.group(em, connection, event)) || accepted;
         else if (isConversationEvent(event)) accepted = (await applyConversationEvent(em, connection, event)) || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
       }
@@ -87,6 +89,17 @@ export class ProviderCallbackService {
       await moveConnection(em, connection, "unlink", { linked: event.still_linked ?? false, ...(event.detail && { detail: event.detail }) });
     }
     return { accepted: true };
+  }
+
+  /** A group's metadata or participants changed (server/groups/cache.ts). */
+  private async group(em: EntityManager, connection: Connection, event: GroupMetadataEvent | GroupParticipantsEvent): Promise<boolean> {
+    if (event.type === "group.participants") {
+      await applyParticipants(em, connection, event.group_id, event.action, event.participants);
+      return true;
+    }
+    const g = event.group;
+    await applyGroup(em, connection, g.id, { ...g, createdAt: new Date(g.created_at) });
+    return true;
   }
 
   /** An inbound message (server/messages/store/reports.ts); it writes the AI run's job too. */

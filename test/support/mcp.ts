@@ -11,6 +11,8 @@ export const READ_TOOLS = [
   "whoami",
   "list_connections",
   "get_connection",
+  "list_groups",
+  "get_group",
   "check_number",
   "list_messages",
   "get_message",

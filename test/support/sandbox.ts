@@ -26,7 +26,7 @@ export function codeOf(pairing: Pairing): PairingCode {
 
 /** A call to the sandbox control API; answers the status and the parsed JSON body. */
 export async function sandbox(
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "PATCH",
   path: string,
   body?: unknown,
   baseUrl = testEnv().baseUrl,

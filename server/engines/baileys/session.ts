@@ -3,6 +3,9 @@
 // process runs (it holds their leases); a session reconnects by itself with exponential backoff
 // and jitter after any close but a logout, a replacement elsewhere (440) or a step the library
 // cannot do (passkey), and gives up pairing after a bounded number of QRs.
+import { cachedGroup } from "../../groups/cache.js";
+import { groupReport } from "../../groups/view.js";
+import { groupOf, libraryMetadata } from "./groups.js";
 import type { Readable } from "node:stream";
 import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
@@ -118,6 +121,8 @@ export class Session {
    * group events, kept across socket restarts (the session outlives its sockets).
    */
   private readonly groups = new Map<string, { metadata: GroupMetadata; at: number }>();
+  /** Network queries of group metadata under way, shared by the sends waiting on them. */
+  private readonly groupQueries = new Map<string, Promise<GroupMetadata | undefined>>();
   /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
@@ -197,22 +202,36 @@ export class Session {
     });
   }
 
+  /**
+   * The send path's metadata of a group: the gateway's cache (PostgreSQL, group_metadata) first,
+   * then this session's, then one network query shared by every send waiting on it.
+   */
   private async groupMetadata(jid: string): Promise<GroupMetadata | undefined> {
+    const stored = await cachedGroup(this.host.db.manager, this.connectionId, jid);
+    if (stored) return libraryMetadata(stored);
     const cached = this.groups.get(jid);
     if (cached && Date.now() - cached.at < GROUP_CACHE_MS) return cached.metadata;
     return this.refreshGroup(jid);
   }
 
-  private async refreshGroup(jid: string): Promise<GroupMetadata | undefined> {
-    this.groups.delete(jid);
-    const socket = this.socket;
-    if (!socket) return undefined;
-    // Not found or not answered: undefined lets the library query it itself.
-    const metadata = await socket.groupMetadata(jid).catch(() => undefined);
-    if (!metadata) return undefined;
-    if (this.groups.size >= GROUP_CACHE_SIZE) this.groups.delete(this.groups.keys().next().value!);
-    this.groups.set(jid, { metadata, at: Date.now() });
-    return metadata;
+  /** Asks the network (once for concurrent callers), keeps the answer and reports it to the gateway's cache. */
+  private refreshGroup(jid: string): Promise<GroupMetadata | undefined> {
+    let pending = this.groupQueries.get(jid);
+    if (pending) return pending;
+    pending = (async () => {
+      this.groups.delete(jid);
+      const socket = this.socket;
+      if (!socket) return undefined;
+      // Not found or not answered: undefined lets the library query it itself.
+      const metadata = await socket.groupMetadata(jid).catch(() => undefined);
+      if (!metadata) return undefined;
+      if (this.groups.size >= GROUP_CACHE_SIZE) this.groups.delete(this.groups.keys().next().value!);
+      this.groups.set(jid, { metadata, at: Date.now() });
+      this.report([{ type: "group.metadata", group: groupReport(groupOf(metadata)) }]);
+      return metadata;
+    })().finally(() => this.groupQueries.delete(jid));
+    this.groupQueries.set(jid, pending);
+    return pending;
   }
 
   private async mapLids(mappings: { lid: string; pn: string }[]): Promise<void> {

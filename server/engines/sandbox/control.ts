@@ -13,6 +13,9 @@ import {
   ContactRevokeBody,
   EnterCodeBody,
   FaultsBody,
+  GroupBody,
+  GroupChangeBody,
+  GroupMembersBody,
   InboundBody,
   LogoutBody,
   NumberBody,
@@ -78,6 +81,15 @@ function controlRouter(engine: SandboxEngine): Router {
   router.get("/received", async (req: Request, res: Response) => {
     const { to } = parse(ReceivedQuery, req.query, "query");
     res.status(200).json({ data: await network.received(to) });
+  });
+  router.post("/groups", async (req, res) => {
+    res.status(201).json(await engine.groups.networkCreate(parse(GroupBody, req.body, "body")));
+  });
+  router.post("/groups/:group/members", async (req, res) => {
+    res.status(200).json(await engine.groups.networkMembers(req.params.group, parse(GroupMembersBody, req.body, "body")));
+  });
+  router.patch("/groups/:group", async (req, res) => {
+    res.status(200).json(await engine.groups.networkChange(req.params.group, parse(GroupChangeBody, req.body, "body")));
   });
   router.get("/faults", async (_req, res) => {
     res.status(200).json(await network.faults());

@@ -17,6 +17,7 @@ import { CallbackOutbox, type CallbackUrlResolver } from "./outbox.js";
 import { insertReportsSql, newProviderMessageId, reportRows, type QueuedReport } from "./reports.js";
 import type { Faults } from "./schemas.js";
 import { pairingCodeDigest, SandboxNetwork } from "./network.js";
+import { SandboxGroups } from "./groups.js";
 
 export const SANDBOX_ENGINE = "sandbox";
 /** Receipts follow a send this many milliseconds apart: sent, then delivered, then read. */
@@ -41,6 +42,7 @@ export class SandboxEngine implements Engine {
   readonly name = SANDBOX_ENGINE;
   /** The other side of the simulated network, driven by the control API. */
   readonly network: SandboxNetwork;
+  readonly groups: SandboxGroups;
   private readonly db: DataSource;
   private readonly outbox: CallbackOutbox;
   private readonly conversations: SandboxConversations;
@@ -50,6 +52,7 @@ export class SandboxEngine implements Engine {
     this.conversations = new SandboxConversations(options.db, options.mediaPolicy ?? { allowPrivate: EMPTY_ALLOW_LIST });
     this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor);
     this.network = new SandboxNetwork(options.db, () => this.outbox.wake());
+    this.groups = new SandboxGroups(options.db, () => this.latency(), () => this.outbox.wake());
   }
 
   async open(): Promise<void> {

@@ -21,6 +21,8 @@ export class SandboxContact {
   @PrimaryColumn({ type: "text" }) phone!: string;
   @Column({ type: "boolean", name: "on_network" }) onNetwork!: boolean;
   @Column({ type: "text" }) receipts!: Receipts;
+  /** How the contact answers being added to a group (their privacy setting). */
+  @Column({ type: "text", name: "group_add", default: "allow" }) groupAdd!: "allow" | "invite" | "refuse";
   @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
 }
 

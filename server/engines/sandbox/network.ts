@@ -93,13 +93,13 @@ export class SandboxNetwork {
     return { phone };
   }
 
-  async declareNumber(body: NumberBody): Promise<{ phone: string; on_network: boolean; receipts: string }> {
+  async declareNumber(body: NumberBody): Promise<NumberBody> {
     await this.db.query(
-      `INSERT INTO sandbox_contacts (phone, on_network, receipts) VALUES ($1, $2, $3)
-       ON CONFLICT (phone) DO UPDATE SET on_network = EXCLUDED.on_network, receipts = EXCLUDED.receipts, updated_at = now()`,
-      [body.phone, body.on_network, body.receipts],
+      `INSERT INTO sandbox_contacts (phone, on_network, receipts, group_add) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (phone) DO UPDATE SET on_network = EXCLUDED.on_network, receipts = EXCLUDED.receipts, group_add = EXCLUDED.group_add, updated_at = now()`,
+      [body.phone, body.on_network, body.receipts, body.group_add],
     );
-    return { phone: body.phone, on_network: body.on_network, receipts: body.receipts };
+    return { phone: body.phone, on_network: body.on_network, receipts: body.receipts, group_add: body.group_add };
   }
 
   /**

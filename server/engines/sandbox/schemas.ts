@@ -15,7 +15,14 @@ export type EnterCodeBody = z.infer<typeof EnterCodeBody>;
 export const Receipts = z.enum(["read", "delivered", "none"]);
 
 /** Declares (or re-declares) a contact; omitted fields take the undeclared defaults. */
-export const NumberBody = z.object({ phone: Phone, on_network: z.boolean().default(true), receipts: Receipts.default("read") }).strict();
+export const NumberBody = z
+  .object({
+    phone: Phone,
+    on_network: z.boolean().default(true),
+    receipts: Receipts.default("read"),
+    group_add: z.enum(["allow", "invite", "refuse"]).default("allow").describe("How the contact answers being added to a group: their privacy setting"),
+  })
+  .strict();
 export type NumberBody = z.infer<typeof NumberBody>;
 
 export const InboundBody = z
@@ -90,3 +97,29 @@ export interface Faults {
   latency_ms: number;
   duplicate_callbacks: boolean;
 }
+
+const GroupRole = z.enum(["member", "admin", "superadmin"]);
+
+/** A group the linked number `phone` is in (with `role`), and its other members. */
+export const GroupBody = z
+  .object({
+    phone: Phone.describe("The linked number"),
+    role: GroupRole.default("member"),
+    subject: z.string().min(1).max(100),
+    description: z.string().max(2048).optional(),
+    announce: z.boolean().default(false),
+    locked: z.boolean().default(false),
+    members: z.array(z.object({ phone: Phone, role: GroupRole.default("member") }).strict()).max(1024).default([]),
+  })
+  .strict();
+export type GroupBody = z.infer<typeof GroupBody>;
+
+/** Others join or leave a group, or are promoted or demoted by someone else. */
+export const GroupMembersBody = z.object({ action: z.enum(["join", "leave", "promote", "demote"]), phones: z.array(Phone).min(1).max(1024) }).strict();
+export type GroupMembersBody = z.infer<typeof GroupMembersBody>;
+
+/** Someone in the group changes its subject, description or settings. */
+export const GroupChangeBody = z
+  .object({ subject: z.string().min(1).max(100).optional(), description: z.string().max(2048).optional(), announce: z.boolean().optional(), locked: z.boolean().optional() })
+  .strict();
+export type GroupChangeBody = z.infer<typeof GroupChangeBody>;
