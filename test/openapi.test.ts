@@ -186,6 +186,7 @@ describe("OpenAPI document", () => {
       expect(ids.has(op.operationId!), `${where}: duplicate operationId`).to.equal(false);
       ids.add(op.operationId!);
       expect(op.tags, where).to.be.an("array").with.lengthOf(1);
+      expect(doc.tags?.map((t) => t.name), `${where}: its tag is declared`).to.include(op.tags![0]);
       expect(op.summary, where).to.be.a("string").and.not.equal("");
       expect(Object.keys(op.responses ?? {}), where).to.not.be.empty;
       expect(op.security, where).to.be.an("array");

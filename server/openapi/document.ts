@@ -41,6 +41,7 @@ export const API_VERSION = "1.0.0";
 const TAGS: { name: string; description: string }[] = [
   { name: "Messages", description: "Send, list, cancel, reschedule and export messages; check numbers." },
   { name: "Conversations", description: "Chats, replies, reactions, edits, revokes, read marks, typing, media and polls." },
+  { name: "Groups", description: "The groups of a connection: members and roles, settings, invite links." },
   { name: "Connections", description: "Messaging numbers (by slug) and their pairing lifecycle." },
   { name: "Schedules", description: "Recurring sends in an IANA timezone." },
   { name: "Webhooks", description: "Endpoints receiving signed events (HMAC-SHA256, `Svc-Signature`)." },
