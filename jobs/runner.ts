@@ -44,6 +44,12 @@ export class JobRunner {
   private started = false;
   /** Jobs running in this process, from Agenda's `start` to its `complete` (emitted once the job is saved and unlocked). */
   private readonly running = new Set<object>();
+  /**
+   * Jobs this process locked that Agenda has neither finished nor given back, by id: whatever
+   * path leaves one locked (Agenda's stop keeps the locks of jobs it was about to run), a pause
+   * gives back those not running.
+   */
+  private readonly held = new Map<string, NonNullable<Parameters<JobRunner["agenda"]["db"]["unlockJobs"]>[0][number]>>();
 
   /** Whether this process takes jobs: false from the moment a pause begins. */
   private taking = false;
@@ -60,7 +66,10 @@ export class JobRunner {
   ) {
     this.agenda = agenda;
     agenda.on("start", (job: object) => this.running.add(job));
-    agenda.on("complete", (job: object) => this.running.delete(job));
+    agenda.on("complete", (job: object) => {
+      this.running.delete(job);
+      this.held.delete(String((job as { attrs: { _id?: unknown } }).attrs._id));
+    });
     this.guardLocks();
   }
 
@@ -78,7 +87,10 @@ export class JobRunner {
       if (!this.taking) return Promise.resolve(undefined);
       const pauses = this.pauses;
       const landed = getNextJobToRun(...args).then(async (job) => {
-        if (!job || pauses === this.pauses) return job;
+        if (!job || pauses === this.pauses) {
+          if (job?._id !== undefined) this.held.set(String(job._id), job._id);
+          return job;
+        }
         if (job._id !== undefined) await repository.unlockJobs([job._id]);
         return undefined;
       });
@@ -86,6 +98,17 @@ export class JobRunner {
       const forget = () => this.locking.delete(landed);
       landed.then(forget, forget);
       return landed;
+    };
+    // What Agenda gives back itself is no longer ours to give back.
+    const unlockJobs = repository.unlockJobs.bind(repository);
+    repository.unlockJobs = (ids) => {
+      for (const id of ids) this.held.delete(String(id));
+      return unlockJobs(ids);
+    };
+    const unlockJob = repository.unlockJob.bind(repository);
+    repository.unlockJob = (job) => {
+      this.held.delete(String(job._id));
+      return unlockJob(job);
     };
   }
 
@@ -197,6 +220,10 @@ export class JobRunner {
     // Until each running job is saved and unlocked.
     const deadline = Date.now() + timeoutMs;
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    // Locked here and neither run nor given back by Agenda: given back now.
+    const runningIds = new Set([...this.running].map((job) => String((job as { attrs: { _id?: unknown } }).attrs._id)));
+    const stale = [...this.held].filter(([id]) => !runningIds.has(id)).map(([, id]) => id);
+    if (stale.length) await this.agenda.db.unlockJobs(stale);
   }
 
   /** pause(), then closes the backend's connections. */

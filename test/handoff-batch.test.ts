@@ -104,8 +104,9 @@ describe("hand-offs in batches", () => {
       `SELECT DISTINCT message_id FROM message_timeline WHERE message_id = ANY($1) AND status = 'queued' AND detail LIKE 'retrying after%'`,
       [ids],
     )) as { message_id: string }[];
-    expect(retried.map((r) => r.message_id).sort()).to.deep.equal(ids.slice(0, 2).sort());
-    const deliveries = (await db().query(`SELECT message_id FROM sandbox_deliveries WHERE message_id = ANY($1)`, [ids])) as unknown[];
-    expect(deliveries).to.have.length(6);
+    // The sandbox failed the first two sends it was handed, whichever they were: those two only are retried.
+    expect(retried).to.have.length(2);
+    const deliveries = (await db().query(`SELECT message_id FROM sandbox_deliveries WHERE message_id = ANY($1)`, [ids])) as { message_id: string }[];
+    expect(deliveries.map((d) => d.message_id).sort()).to.deep.equal([...ids].sort());
   });
 });
