@@ -66,14 +66,13 @@ describe("hand-offs in batches", () => {
     return ids;
   }
 
-  // Set aside: since the shared pace and the job outbox were merged, a full parallel run sometimes
-  // sees this burst reach the engine as two interleaved, each-ordered sequences (2 of 3 fresh-clone
-  // runs; it passes alone). The cause is not found yet; the order per connection is a promise of
-  // the API, so this is a known regression to fix, not a test to loosen (CHANGELOG, "Known issues").
-  it.skip("hands a burst of one connection to the engine in order, each message once, every step in its timeline", async () => {
+  it("hands a burst of one connection to the engine in order, each message once, every step in its timeline", async () => {
     const to = uniquePhone();
     const tag = randomBytes(3).toString("hex");
     const ids = await sendMany(30, to, tag);
+    // The queue's rows are not kept in their order on disk: rows written again (as a busy table's
+    // are) move after the others, and a claim must not hand them off in that order.
+    await db().query(`UPDATE dispatch_queue SET last_error = last_error WHERE message_id = ANY($1)`, [ids.filter((_, i) => i % 2 === 0)]);
     fast.start();
     await waitFor(() => statuses(ids), (s) => s.every((x) => x === "read"), 20_000);
     await fast.stop();
@@ -108,8 +107,8 @@ describe("hand-offs in batches", () => {
       `SELECT DISTINCT message_id FROM message_timeline WHERE message_id = ANY($1) AND status = 'queued' AND detail LIKE 'retrying after%'`,
       [ids],
     )) as { message_id: string }[];
-    // The sandbox failed the first two sends it was handed, whichever they were: those two only are retried.
-    expect(retried).to.have.length(2);
+    // The sandbox failed the first two sends it was handed, the burst's first two: those two only are retried.
+    expect(retried.map((r) => r.message_id).sort()).to.deep.equal(ids.slice(0, 2).sort());
     const deliveries = (await db().query(`SELECT message_id FROM sandbox_deliveries WHERE message_id = ANY($1)`, [ids])) as { message_id: string }[];
     expect(deliveries.map((d) => d.message_id).sort()).to.deep.equal([...ids].sort());
   });

@@ -102,18 +102,26 @@ export class MessageDispatcher {
 
   private async claim(): Promise<Claimed[]> {
     const saturated = [...this.lanes].filter(([, l]) => l.queue.length >= this.laneLimit(l)).map(([id]) => id);
+    // An UPDATE returns its rows in the table's physical order, not the order it chose them in:
+    // the claims are sorted again, by acceptance (the time, then the id, which is monotonic within
+    // a millisecond), so each connection's lane gets them in the order they were accepted.
     return rows<Claimed>(
       this.db,
-      `UPDATE dispatch_queue q
-          SET locked_until = now() + ($1 || ' seconds')::interval, attempts = q.attempts + 1
-        WHERE q.message_id IN (
-              SELECT message_id FROM dispatch_queue
-               WHERE available_at <= now() AND (locked_until IS NULL OR locked_until < now())
-                 AND connection_id <> ALL($3::text[])
-               ORDER BY available_at
-               LIMIT $2
-               FOR UPDATE SKIP LOCKED)
-        RETURNING q.message_id, q.connection_id, q.attempts, (SELECT c.transport FROM connections c WHERE c.id = q.connection_id) AS transport`,
+      `WITH claimed AS (
+         UPDATE dispatch_queue q
+            SET locked_until = now() + ($1 || ' seconds')::interval, attempts = q.attempts + 1
+          WHERE q.message_id IN (
+                SELECT message_id FROM dispatch_queue
+                 WHERE available_at <= now() AND (locked_until IS NULL OR locked_until < now())
+                   AND connection_id <> ALL($3::text[])
+                 ORDER BY available_at, message_id
+                 LIMIT $2
+                 FOR UPDATE SKIP LOCKED)
+          RETURNING q.message_id, q.connection_id, q.attempts, q.available_at
+       )
+       SELECT claimed.message_id, claimed.connection_id, claimed.attempts, c.transport
+         FROM claimed LEFT JOIN connections c ON c.id = claimed.connection_id
+        ORDER BY claimed.available_at, claimed.message_id`,
       [String(this.config.dispatch.lockSeconds), BATCH, saturated],
     );
   }
