@@ -91,7 +91,7 @@ function perConnection(items: { id: string; slug: string | null }[]): Record<str
 }
 
 const slugOf = (m: Received) => m.subject.split(".").at(-3) ?? null;
-const ofWorkspace = (workspaceId: string, list: Received[]) => list.filter((m) => m.subject.includes(`.${workspaceId}.`));
+const ofWorkspace = <T extends Received>(workspaceId: string, list: T[]): T[] => list.filter((m) => m.subject.includes(`.${workspaceId}.`));
 
 async function metricValue(metrics: Metrics, name: string, sink: string): Promise<number> {
   const text = await metrics.registry.metrics();
@@ -145,18 +145,21 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     expect(expected[0]!.subject).to.equal(`${names.subjectPrefix}.${ws}.sales-a.message.received`);
     expect(expected[3]!.subject).to.equal(`${names.subjectPrefix}.${ws}._.schedule.completed`);
 
-    const nats = await waitFor(() => readStream(names.natsStream), (list) => list.length >= 4);
+    // Other tests' processes record events into the same log while this one runs: each test reads its own workspace's.
+    const nats = await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => list.length >= 4);
     expect(nats.map(({ id, subject, payload }) => ({ id, subject, payload }))).to.deep.equal(expected);
     const info = await streamInfo(names.natsStream);
     expect(info!.config.subjects).to.deep.equal([`${names.subjectPrefix}.>`]);
     expect(info!.config.duplicate_window).to.equal(120_000_000_000);
 
-    await waitFor(async () => queue.messages.length, (n) => n >= 4);
-    expect(queue.messages.map(({ id, subject, payload }) => ({ id, subject, payload }))).to.deep.equal(expected);
-    expect(queue.messages.every((m) => m.persistent && m.contentType === "application/json")).to.equal(true);
+    const amqp = await waitFor(async () => ofWorkspace(ws, queue.messages), (list) => list.length >= 4);
+    expect(amqp.map(({ id, subject, payload }) => ({ id, subject, payload }))).to.deep.equal(expected);
+    expect(amqp.every((m) => m.persistent && m.contentType === "application/json")).to.equal(true);
   });
 
-  it("keeps each connection's order, and publishes an event whose transaction commits late in its place", async () => {
+  it("keeps each connection's order, and publishes an event whose transaction commits late in its place", async function () {
+    // The embedded database is one backend session: a transaction held open there holds every other statement.
+    if (testEnv().gateway.database.embedded) this.skip();
     const names = brokerNames();
     cleanups.push(() => deleteStream(names.natsStream));
     const queue = await amqpQueue(names.amqpExchange);
@@ -192,7 +195,7 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     const ws = workspace();
 
     const first = await recordMany(ws, 200);
-    await waitFor(() => readStream(names.natsStream), (list) => list.length >= 50);
+    await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => list.length >= 50);
     // Mid-load: the brokers go away while events keep being recorded.
     await natsProxy.cut();
     await amqpProxy.cut();
@@ -206,8 +209,8 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     const after = await recordMany(ws, 100);
     const all = [...first, ...during, ...after];
 
-    const nats = await waitFor(() => readStream(names.natsStream), (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
-    const amqp = await waitFor(async () => queue.messages, (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
+    const nats = await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
+    const amqp = await waitFor(async () => ofWorkspace(ws, queue.messages), (list) => new Set(list.map((m) => m.id)).size >= all.length, 60_000, 250);
     // Nothing lost; a batch published again comes under the same ids (JetStream's duplicate window
     // absorbs nearly all of them: under a loaded full run one was once seen stored twice).
     expect(new Set(nats.map((m) => m.id))).to.deep.equal(new Set(all));
@@ -232,14 +235,14 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     const { metrics } = await startSinks(names, { nats: NATS_URL, amqp: `amqp://guest:guest@127.0.0.1:${amqpProxy.port}` });
     const ws = workspace();
     const ids = await recordMany(ws, 40);
-    const nats = await waitFor(() => readStream(names.natsStream), (list) => list.length >= 40);
+    const nats = await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => list.length >= 40);
     expect(nats.map((m) => m.id).sort()).to.deep.equal([...ids].sort());
     await waitFor(() => metricValue(metrics, "svc_event_sink_failures_total", "amqp"), (n) => n > 0);
-    expect(await metricValue(metrics, "svc_event_sink_lag_events", "amqp")).to.equal(40);
+    expect(await metricValue(metrics, "svc_event_sink_lag_events", "amqp")).to.be.at.least(40);
     expect(queue.messages).to.have.length(0);
     await amqpProxy.restore();
-    await waitFor(async () => queue.messages.length, (n) => n >= 40, 30_000);
-    expect(queue.messages.map((m) => m.id).sort()).to.deep.equal([...ids].sort());
+    const amqp = await waitFor(async () => ofWorkspace(ws, queue.messages), (list) => list.length >= 40, 30_000);
+    expect(amqp.map((m) => m.id).sort()).to.deep.equal([...ids].sort());
   });
 
   it("two processes' sinks on one outbox publish each event once, in order", async () => {
@@ -249,12 +252,16 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     const two = await startSinks(names, { nats: NATS_URL });
     const ws = workspace();
     const ids = await recordMany(ws, 500);
-    const nats = await waitFor(() => readStream(names.natsStream), (list) => list.length >= 500);
+    const nats = await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => list.length >= 500);
     expect(nats.map((m) => m.id)).to.deep.equal((await logOrder(ws)).map((e) => e.id));
     expect(new Set(nats.map((m) => m.id))).to.deep.equal(new Set(ids));
-    // One holds the lease: no batch went out twice, not even to be dropped as a duplicate.
+    // One holds the lease: no batch went out twice, not even to be dropped as a duplicate. Other
+    // tests' events reach the stream too, so the two counters are read once both sinks stopped
+    // and set against everything the stream holds.
+    await one.sinks.stop();
+    await two.sinks.stop();
     const published = (await metricValue(one.metrics, "svc_event_sink_published_total", "nats")) + (await metricValue(two.metrics, "svc_event_sink_published_total", "nats"));
-    expect(published).to.equal(500);
+    expect(published).to.equal((await readStream(names.natsStream)).length);
   });
 
   it("a gateway process started with EVENTS_NATS_URL and EVENTS_AMQP_URL publishes a sandbox conversation's events, in order, across a broker restart", async function () {

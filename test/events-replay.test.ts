@@ -80,7 +80,7 @@ describe("event replay (GET /v1/events) and the stream for keys", function () {
     expect(fromLast.json).to.deep.equal({ data: [], next_cursor: null });
   });
 
-  it("replays from an event id exactly the events after it, what commits later included", async () => {
+  it("replays from an event id exactly the events after it", async () => {
     const ws = await newWorkspace();
     const { client } = await ws.key(["webhooks:read"]);
     const first = [await record(ws.id, 0), await record(ws.id, 1), await record(ws.id, 2)];
@@ -89,6 +89,16 @@ describe("event replay (GET /v1/events) and the stream for keys", function () {
     const page = await expectOk(client.events.list({ query: { after: first[1]! } }));
     expect(page.data.map((e) => e.id)).to.deep.equal([first[2], ...later]);
     expect(page.next_cursor).to.equal(null);
+  });
+
+  it("holds a page back before an event whose transaction commits late, and starts the next page with it", async function () {
+    // The embedded database is one backend session: a transaction held open there holds every
+    // other statement, so no event can commit out of order on it.
+    if (testEnv().gateway.database.embedded) this.skip();
+    const ws = await newWorkspace();
+    const { client } = await ws.key(["webhooks:read"]);
+    const later = [await record(ws.id, 3), await record(ws.id, 4)];
+    await settled(ws.id, 2);
 
     // A transaction that recorded its event before the ones after it and commits last: the page
     // read while it runs stops before it, and the next page starts with it.
@@ -101,7 +111,7 @@ describe("event replay (GET /v1/events) and the stream for keys", function () {
     expect(during.data.map((e) => e.id)).to.deep.equal([]);
     await runner.commitTransaction();
     await runner.release();
-    await settled(ws.id, 7);
+    await settled(ws.id, 4);
     const afterwards = await expectOk(client.events.list({ query: { after: later.at(-1)! } }));
     expect(afterwards.data.map((e) => e.id)).to.deep.equal([late, after]);
   });
