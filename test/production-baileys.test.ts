@@ -4,7 +4,8 @@
 // database, the README's production command, with only the variables it names, refuses to start
 // without ADMIN_EMAIL, and with it pairs a Baileys connection (the stand-in replaces the library's
 // socket at module resolution, where the network would be) and signs its owner in by mail.
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { tmpdir } from "node:os";
@@ -20,6 +21,20 @@ import { ownDatabase, type OwnDatabase } from "./support/own-database.js";
 import { loadConfig, ConfigError } from "../server/config.js";
 import { freePort } from "./support/child-gateway.js";
 import { waitFor } from "./support/wait.js";
+
+/**
+ * Runs the production entry point to its exit; answers its status and what it wrote to stderr.
+ * Asynchronously: the embedded database a test starts lives in this process and must go on answering.
+ */
+async function runToExit(env: Record<string, string>): Promise<{ status: number; stderr: string }> {
+  try {
+    const { stderr } = await promisify(execFile)(process.execPath, ["dist/server/main.js"], { env, timeout: 90_000 });
+    return { status: 0, stderr };
+  } catch (err) {
+    const e = err as { code: number; stderr: string };
+    return { status: e.code, stderr: e.stderr };
+  }
+}
 
 let built = false;
 
@@ -93,15 +108,8 @@ describe("production build", function () {
     }
   });
 
-  it("refuses the tests' socket stand-in", () => {
-    let status = 0;
-    let stderr = "";
-    try {
-      execFileSync(process.execPath, ["dist/server/main.js"], { env: { ...productionEnv(0), BAILEYS_SOCKET_MODULE: STAND_IN_MODULE }, stdio: "pipe" });
-    } catch (err) {
-      status = (err as { status: number }).status;
-      stderr = String((err as { stderr: Buffer }).stderr);
-    }
+  it("refuses the tests' socket stand-in", async () => {
+    const { status, stderr } = await runToExit({ ...productionEnv(0), BAILEYS_SOCKET_MODULE: STAND_IN_MODULE });
     expect(status).to.equal(2);
     expect(stderr).to.contain("BAILEYS_SOCKET_MODULE");
   });
@@ -156,14 +164,7 @@ describe("production build, first start with the README's command", function () 
   }
 
   it("refuses to start on an empty database without ADMIN_EMAIL, in one line naming it", async () => {
-    let status = 0;
-    let stderr = "";
-    try {
-      execFileSync(process.execPath, ["dist/server/main.js"], { env: readmeEnv(await freePort()), stdio: "pipe", timeout: 90_000 });
-    } catch (err) {
-      status = (err as { status: number }).status;
-      stderr = String((err as { stderr: Buffer }).stderr);
-    }
+    const { status, stderr } = await runToExit(readmeEnv(await freePort()));
     expect(status, stderr).to.equal(2);
     const lines = stderr.trim().split("\n");
     expect(lines, stderr).to.have.length(1);
