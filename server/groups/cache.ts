@@ -62,18 +62,29 @@ export async function groupsListed(em: EntityManager, connectionId: string): Pro
 /** The full list as fetched from the network: replaces the cache without events (nothing changed, we only learnt it). */
 export async function storeGroupList(em: EntityManager, connectionId: string, groups: EngineGroup[]): Promise<void> {
   await em.query(`DELETE FROM group_metadata WHERE connection_id = $1`, [connectionId]);
-  for (const g of groups) await upsert(em, connectionId, g);
+  for (const g of groups) await store(em, connectionId, g);
   await em.query(`INSERT INTO group_lists (connection_id) VALUES ($1) ON CONFLICT (connection_id) DO UPDATE SET fetched_at = now()`, [connectionId]);
 }
 
-async function upsert(em: EntityManager, connectionId: string, g: EngineGroup): Promise<void> {
-  await em.query(
+/**
+ * Stores a group: replacing what is cached, or (`onlyIfNew`) only when the connection has none,
+ * answering false when another transaction stored one first.
+ */
+async function store(em: EntityManager, connectionId: string, g: EngineGroup, onlyIfNew = false): Promise<boolean> {
+  const stored = await rows(
+    em,
     `INSERT INTO group_metadata (connection_id, group_id, subject, description, announce, locked, created_at, participants)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (connection_id, group_id) DO UPDATE SET subject = EXCLUDED.subject, description = EXCLUDED.description,
-       announce = EXCLUDED.announce, locked = EXCLUDED.locked, participants = EXCLUDED.participants, updated_at = now()`,
+     ON CONFLICT (connection_id, group_id) DO ${
+       onlyIfNew
+         ? "NOTHING"
+         : `UPDATE SET subject = EXCLUDED.subject, description = EXCLUDED.description,
+       announce = EXCLUDED.announce, locked = EXCLUDED.locked, participants = EXCLUDED.participants, updated_at = now()`
+     }
+     RETURNING group_id`,
     [connectionId, g.id, g.subject, g.description, g.announce, g.locked, g.createdAt, JSON.stringify(g.participants)],
   );
+  return stored.length > 0;
 }
 
 const key = (p: { phone: string | null; lid: string | null }) => p.phone ?? p.lid ?? "";
@@ -99,7 +110,7 @@ function participantChanges(before: EngineGroupParticipant[], after: EngineGroup
  * nothing (our own change echoed back, a redelivery) records none.
  */
 export async function applyGroup(em: EntityManager, connection: Pick<Connection, "id" | "slug" | "workspaceId" | "phone">, groupId: string, next: EngineGroup | null): Promise<void> {
-  const before = await cachedGroup(em, connection.id, groupId, true);
+  let before = await cachedGroup(em, connection.id, groupId, true);
   const event = (type: "group.joined" | "group.updated" | "group.participants", data: Record<string, unknown>) =>
     recordEvent(em, { workspaceId: connection.workspaceId, type, connection: { id: connection.id, slug: connection.slug }, data });
   if (!next) {
@@ -110,11 +121,18 @@ export async function applyGroup(em: EntityManager, connection: Pick<Connection,
     await event("group.participants", { group: groupSummary(after, connection.phone), changes: own.map((p) => ({ phone: p.phone, lid: p.lid, change: "left" })) });
     return;
   }
-  await upsert(em, connection.id, next);
   if (!before) {
-    await event("group.joined", groupView(next, connection.phone));
-    return;
+    // Inserted only if still new: the API's own change and the network's echo of it may both find
+    // no row, and only the one that stores it records `group.joined`; the other (waiting here for
+    // it to commit) then sees what it stored and records only a difference.
+    if (await store(em, connection.id, next, true)) {
+      await event("group.joined", groupView(next, connection.phone));
+      return;
+    }
+    before = await cachedGroup(em, connection.id, groupId, true);
   }
+  await store(em, connection.id, next);
+  if (!before) return;
   const changed = (["subject", "description", "announce", "locked"] as const).filter((f) => before[f] !== next[f]);
   if (changed.length) await event("group.updated", { group: groupView(next, connection.phone), changed });
   const changes = participantChanges(before.participants, next.participants);
