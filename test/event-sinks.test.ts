@@ -180,7 +180,7 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     const order = await logOrder(ws);
     expect(order).to.have.length(301);
     expect(order[0]!.id).to.equal(late);
-    const nats = await waitFor(() => readStream(names.natsStream), (list) => ofWorkspace(ws, list).length >= 301);
+    const nats = await waitFor(async () => ofWorkspace(ws, await readStream(names.natsStream)), (list) => list.length >= 301);
     const amqp = await waitFor(async () => ofWorkspace(ws, queue.messages), (list) => list.length >= 301);
     const expected = perConnection(order);
     expect(perConnection(nats.map((m) => ({ id: m.id, slug: slugOf(m) })))).to.deep.equal(expected);
