@@ -4,7 +4,7 @@
 // compiles every module it loads), and a run starts dozens of children. Decided once per run in
 // the main process (test/setup.ts), so that no worker sees dist/ half rebuilt: a test that builds
 // dist/ itself (test/production-baileys.test.ts) only does so when children do not use it.
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import ts from "typescript";
 import { newestMtime } from "../../server/web/build.js";
@@ -40,7 +40,11 @@ export function buildStandIn(): void {
   const source = readFileSync(STAND_IN_MODULE, "utf8");
   const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: STAND_IN_MODULE });
   mkdirSync(dirname(BUILT_STAND_IN), { recursive: true });
-  writeFileSync(BUILT_STAND_IN, outputText);
+  // Written aside and renamed: CI's test passes run side by side, and a child of one may load it
+  // while another pass writes it again.
+  const written = `${BUILT_STAND_IN}.${process.pid}`;
+  writeFileSync(written, outputText);
+  renameSync(written, BUILT_STAND_IN);
 }
 
 /** Whether this run's children start from dist/ (so dist/ is current and must stay as it is). */
