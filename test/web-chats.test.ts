@@ -159,14 +159,36 @@ describe("dashboard: chats", function () {
     await page.goto(webUrl() + `/chats/${c.slug}/${encodeURIComponent(contact)}`);
     const list = page.getByRole("list", { name: "Messages" });
     await list.getByRole("listitem", { name: "Sent: Anything else?" }).waitFor();
-    // The stream is open once the page says nothing is typing; give it the moment to subscribe.
-    await page.waitForLoadState("networkidle").catch(() => undefined);
+    // Live once the page says so (the event stream is open).
+    await page.getByText("New messages appear here as they arrive.").waitFor();
     await sandbox("POST", "/typing", { from: contact, to: c.phone, state: "typing" });
     await page.getByRole("status").filter({ hasText: `${contact} is typing…` }).waitFor();
     await sandbox("POST", "/inbound", { to: c.phone, from: contact, body: "No, thank you!" });
     await list.getByRole("listitem", { name: `From ${contact}: No, thank you!` }).waitFor();
     await sandbox("POST", "/typing", { from: contact, to: c.phone, state: "paused" });
     await page.getByRole("status").filter({ hasText: "is typing" }).waitFor({ state: "detached" });
+  });
+
+  it("shows a group's chat with each sender named, and writes into the group", async () => {
+    const member = uniquePhone();
+    const made = await sandbox("POST", "/groups", { phone: c.phone, subject: "Couriers", members: [{ phone: member }] });
+    expect(made.status).to.equal(201);
+    const group = made.json.id as string;
+    expect((await sandbox("POST", "/inbound", { to: c.phone, from: member, group, body: "Van 3 is late" })).status).to.equal(202);
+    const page = await pageAs(c.ws.owner.cookie);
+    await page.goto(webUrl() + `/chats/${c.slug}`);
+    await page.getByRole("list", { name: "Chats" }).getByRole("link", { name: `group ${group}` }).click();
+    const list = page.getByRole("list", { name: "Messages" });
+    await list.getByRole("listitem", { name: `From ${member}: Van 3 is late` }).waitFor();
+    await page.getByLabel("Message", { exact: true }).fill("Thanks, noted.");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await list.getByRole("listitem", { name: "Sent: Thanks, noted." }).waitFor();
+    const chat = await expectOk(c.client.messages.list({ query: { connection: c.slug, chat: `group:${group}` } }));
+    expect(chat.data.map((m) => [m.direction, m.body, m.to])).to.deep.equal([
+      ["outbound", "Thanks, noted.", { group }],
+      ["inbound", "Van 3 is late", { group }],
+    ]);
+    await waitFor(() => receivedBy(group), (r) => r.some((x) => x.kind === "message" && x.body === "Thanks, noted."));
   });
 
   it("lets a viewer read the chat but offers no way to answer, react or mark read (the API refuses them too)", async () => {

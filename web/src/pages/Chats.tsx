@@ -113,7 +113,7 @@ export function ChatView({ role }: { role: Role }) {
   const byId = new Map(shown.map((m) => [m.id, m]));
   const newestInbound = [...shown].reverse().find((m) => m.direction === "inbound");
 
-  useEventStream(
+  const stream = useEventStream(
     useCallback(
       (e: StreamedEvent) => {
         if (e.connection !== connection) return;
@@ -156,6 +156,7 @@ export function ChatView({ role }: { role: Role }) {
           <ChatMessage key={m.id} message={m} quoted={m.reply_to ? (byId.get(m.reply_to) ?? m.reply_to) : null} canWrite={canWrite} onReply={() => setReplyTo(m)} />
         ))}
       </ol>
+      <p className="help">{stream === "listening" ? "New messages appear here as they arrive." : "Connecting to live updates…"}</p>
       <p role="status" className="typing">
         {typing ?? ""}
       </p>
