@@ -191,6 +191,33 @@ describe("dashboard: chats", function () {
     await waitFor(() => receivedBy(group), (r) => r.some((x) => x.kind === "message" && x.body === "Thanks, noted."));
   });
 
+  it("reads a chat 50 messages at a time: 50 fit one page, the 51st puts the earliest behind a button", async () => {
+    const talker = uniquePhone();
+    const inbound = async (n: number) => expect((await sandbox("POST", "/inbound", { to: c.phone, from: talker, body: `note ${n}` })).status).to.equal(202);
+    const stored = (count: number) =>
+      waitFor(() => expectOk(c.client.messages.list({ query: { connection: c.slug, chat: talker, limit: 100 } })), (p) => p.data.length === count, 30_000);
+    for (let n = 1; n <= 50; n++) await inbound(n);
+    await stored(50);
+    const page = await pageAs(c.ws.owner.cookie);
+    await page.goto(webUrl() + `/chats/${c.slug}/${encodeURIComponent(talker)}`);
+    const items = page.getByRole("list", { name: "Messages" }).getByRole("listitem");
+    await items.nth(49).waitFor();
+    const earlier = page.getByRole("button", { name: "Show earlier messages" });
+    expect([await items.count(), await earlier.count()]).to.deep.equal([50, 0]);
+
+    await inbound(51);
+    await stored(51);
+    await items.filter({ hasText: "note 51" }).waitFor();
+    // The page holds the newest 50: "note 1" waits behind the button, in order once shown.
+    expect(await items.count()).to.equal(50);
+    expect(await items.first().getAttribute("aria-label")).to.equal(`From ${talker}: note 2`);
+    await earlier.click();
+    await items.nth(50).waitFor();
+    const labels = await items.evaluateAll((li) => li.map((i) => i.getAttribute("aria-label")));
+    expect(labels).to.deep.equal(Array.from({ length: 51 }, (_, i) => `From ${talker}: note ${i + 1}`));
+    expect(await earlier.count()).to.equal(0);
+  });
+
   it("lets a viewer read the chat but offers no way to answer, react or mark read (the API refuses them too)", async () => {
     const page = await pageAs(viewer.cookie);
     await page.goto(webUrl() + `/chats/${c.slug}/${encodeURIComponent(contact)}`);

@@ -182,8 +182,11 @@ export function ChatView({ role }: { role: Role }) {
 
 function ChatMessage({ message: m, quoted, canWrite, onReply }: { message: Message; quoted: Message | string | null; canWrite: boolean; onReply: () => void }) {
   const ours = m.direction === "outbound";
+  // The reaction picker closes once the reaction is taken.
+  const [picking, setPicking] = useState(false);
   const react = useMutation({
     mutationFn: (emoji: string) => expectOk(api.conversations.react({ params: { id: m.id }, body: { emoji } })),
+    onSuccess: () => setPicking(false),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ["chat", m.connection] }),
   });
   const reactions = Object.entries(m.reactions);
@@ -255,7 +258,7 @@ function ChatMessage({ message: m, quoted, canWrite, onReply }: { message: Messa
           <button type="button" className="secondary" onClick={onReply} aria-label={`Reply to ${what}`}>
             Reply
           </button>
-          <details className="react">
+          <details className="react" open={picking} onToggle={(e) => setPicking(e.currentTarget.open)}>
             <summary aria-label={`React to ${what}`}>React</summary>
             <span className="actions">
               {QUICK_REACTIONS.map((emoji) => (
