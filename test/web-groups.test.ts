@@ -171,4 +171,22 @@ describe("dashboard: groups", function () {
     expect((await viewer.client.groups.create({ params: { connection: slug }, body: { subject: "Nope", participants: [plain] } })).status).to.equal(403);
     expect((await roles())[plain]).to.equal("admin");
   });
+
+  it("adds up to 256 numbers at once: 257 are refused on the page before anything is sent", async () => {
+    const made = await expectOk(client.groups.create({ params: { connection: slug }, body: { subject: "Everyone", participants: [plain] } }));
+    const page = await pageAs(ws.owner.cookie);
+    await page.goto(webUrl() + `/groups/${slug}/${encodeURIComponent(made.id)}`);
+    const numbers = Array.from({ length: 257 }, () => uniquePhone());
+    await page.getByLabel("Phone numbers").fill(numbers.join("\n"));
+    await page.getByRole("button", { name: "Add to group" }).click();
+    await page.getByRole("alert").filter({ hasText: "participants" }).waitFor();
+    expect((await expectOk(client.groups.get({ params: { connection: slug, group: made.id } }))).size).to.equal(2);
+
+    await page.getByLabel("Phone numbers").fill(numbers.slice(0, 256).join("\n"));
+    await page.getByRole("button", { name: "Add to group" }).click();
+    const outcomes = page.getByRole("status", { name: "Added: outcome per member" });
+    await outcomes.getByLabel(`${numbers[255]}: added`).waitFor();
+    expect(await outcomes.getByText("added", { exact: true }).count()).to.equal(256);
+    expect((await expectOk(client.groups.get({ params: { connection: slug, group: made.id } }))).size).to.equal(258);
+  });
 });
