@@ -4,7 +4,7 @@
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";
 import { ConnectionParams, ConnectionRef, Direction, IdParams, MessageStatus, NoBody, Timestamp, chars, page, problems, queryInteger, type RouteMetadata } from "./common.js";
-import { Location, Media, Message, Recipient, SendMessageHeaders } from "./messages.js";
+import { ChatAddress, Location, Media, Message, Recipient, SendMessageHeaders } from "./messages.js";
 
 const c = initContract();
 
@@ -18,12 +18,6 @@ export const REVOKE_WINDOW_HOURS = 48;
 export const POLL_LIMITS = { question: 255, optionsMin: 2, optionsMax: 12, option: 100 } as const;
 /** Typing or recording shown to a contact clears itself after this many seconds. */
 export const PRESENCE_CLEARS_AFTER_S = 25;
-
-/**
- * A chat: the other side of a conversation on one connection. A contact (`+15550002222`, or
- * `lid:<digits>`) or a group (`group:<id>`).
- */
-export const ChatAddress = chars(1, 200).describe("A contact (`+15550002222`, `lid:<digits>`) or a group (`group:<id>`)");
 
 export const ChatParams = ConnectionParams.extend({ chat: ChatAddress });
 export type ChatParams = z.infer<typeof ChatParams>;

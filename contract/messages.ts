@@ -36,6 +36,12 @@ export const Recipient = z
   .describe("A phone number, or `lid:<digits>` for a contact the network knows only by LID (as inbound messages report them); or {phone} or {group}");
 export type Recipient = z.infer<typeof Recipient>;
 
+/**
+ * A chat: the other side of a conversation on one connection. A contact (`+15550002222`, or
+ * `lid:<digits>`) or a group (`group:<id>`).
+ */
+export const ChatAddress = chars(1, 200).describe("A contact (`+15550002222`, `lid:<digits>`) or a group (`group:<id>`)");
+
 export const MediaKind = z.enum(["image", "video", "audio", "document"]);
 export type MediaKind = z.infer<typeof MediaKind>;
 
@@ -107,6 +113,7 @@ export const ListMessagesQuery = z
     connection: ConnectionRef.optional(),
     status: MessageStatus.optional(),
     direction: Direction.optional(),
+    chat: ChatAddress.optional().describe("Only the messages of this chat, as the chat list names it; with `connection`, one conversation"),
   })
   .strict();
 export type ListMessagesQuery = z.infer<typeof ListMessagesQuery>;

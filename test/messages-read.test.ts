@@ -237,6 +237,39 @@ describe("reading messages", () => {
       }
     });
 
+    it("filters by chat: a contact's messages both ways, a group's, one connection's; chat 200 characters, not 201", async () => {
+      const desk = await insertConnection(ws.id);
+      const contact = "+15550003333";
+      const group = "120363000000000077@g.us";
+      const rows = [
+        { direction: "inbound" as const, sender: contact, recipient: "+15550009999", createdAt: instant(40) },
+        { direction: "outbound" as const, recipient: contact, createdAt: instant(39) },
+        { direction: "outbound" as const, recipient: { phone: contact }, createdAt: instant(38) },
+        { direction: "inbound" as const, sender: contact, recipient: { group }, createdAt: instant(37) },
+        { direction: "outbound" as const, recipient: { group }, createdAt: instant(36) },
+        { direction: "outbound" as const, recipient: "+15550004444", createdAt: instant(35) },
+      ];
+      const ids = [];
+      for (const r of rows) ids.push(await insertMessage(ws.id, desk, r));
+      // The same contact on another connection is another chat.
+      const elsewhere = await insertMessage(ws.id, main, { direction: "inbound", sender: contact, createdAt: instant(34) });
+      try {
+        const chat = async (c: string) => (await collect(listAllMessages(reader.client, { connection: desk.slug, chat: c, limit: 2 }))).map((m) => m.id);
+        expect(await chat(contact)).to.deep.equal([ids[2], ids[1], ids[0]]);
+        expect(await chat(`group:${group}`)).to.deep.equal([ids[4], ids[3]]);
+        expect(await chat("+15550005555")).to.deep.equal([]);
+        const everywhere = await collect(listAllMessages(reader.client, { chat: contact }));
+        expect(everywhere.map((m) => m.id)).to.deep.equal([elsewhere, ids[2], ids[1], ids[0]]);
+        expect((await http("GET", `/v1/messages?chat=${"1".repeat(200)}`, { headers: auth(reader.key) })).status).to.equal(200);
+        for (const q of [`chat=${"1".repeat(201)}`, "chat="]) {
+          const res = await http("GET", `/v1/messages?${q}`, { headers: auth(reader.key) });
+          expect([res.status, res.json.code], q).to.deep.equal([400, "validation_failed"]);
+        }
+      } finally {
+        await db().query(`DELETE FROM messages WHERE connection_id = $1 OR id = $2`, [desk.id, elsewhere]);
+      }
+    });
+
     it("answers an empty page for a connection slug that names no live connection", async () => {
       const gone = await insertConnection(ws.id, { deleted: true });
       await insertMessage(ws.id, gone, { createdAt: instant(50) });

@@ -23,6 +23,8 @@ export interface MessageFilters {
   connection?: string | undefined;
   status?: string | undefined;
   direction?: "inbound" | "outbound" | undefined;
+  /** A chat as the chat list names it (the generated `chat` column, chat.ts). */
+  chat?: string | undefined;
 }
 
 /**
@@ -45,6 +47,10 @@ export function messageFilterSql(workspaceId: string, filters: MessageFilters, b
     params.push(filters.direction);
     clauses.push(`m.direction = $${params.length}`);
   }
+  if (filters.chat !== undefined) {
+    params.push(filters.chat);
+    clauses.push(`m.chat = $${params.length}`);
+  }
   if (before) {
     params.push(before.created_at, before.id);
     clauses.push(`(m.created_at, m.id) < ($${params.length - 1}::timestamptz, $${params.length})`);
@@ -54,7 +60,7 @@ export function messageFilterSql(workspaceId: string, filters: MessageFilters, b
 
 /** One page of the workspace's messages, newest first. `key` signs cursors (cursorKey()). */
 export async function listMessages(db: DataSource, key: Buffer, workspaceId: string, query: ListMessagesQuery): Promise<MessagePage> {
-  const filters: MessageFilters = { connection: query.connection, status: query.status, direction: query.direction };
+  const filters: MessageFilters = { connection: query.connection, status: query.status, direction: query.direction, chat: query.chat };
   const fingerprint = filterFingerprint(`messages:${workspaceId}`, { ...filters });
   const before = query.cursor !== undefined ? decodeCursor(key, query.cursor, fingerprint) : undefined;
   const { where, params } = messageFilterSql(workspaceId, filters, before);

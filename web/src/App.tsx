@@ -9,6 +9,8 @@ import { Overview } from "./pages/Overview";
 import { ApiKeys } from "./pages/ApiKeys";
 import { Connections } from "./pages/Connections";
 import { MessageDetail, Messages } from "./pages/Messages";
+import { Chats, ChatView } from "./pages/Chats";
+import { GroupDetail, Groups } from "./pages/Groups";
 import { Webhooks } from "./pages/Webhooks";
 import { AcceptInvitation, Team } from "./pages/Team";
 import { McpClients } from "./pages/McpClients";
@@ -28,6 +30,8 @@ const NAV = [
   { to: "/", label: "Overview" },
   { to: "/connections", label: "Connections" },
   { to: "/messages", label: "Messages" },
+  { to: "/chats", label: "Chats" },
+  { to: "/groups", label: "Groups" },
   { to: "/schedules", label: "Schedules" },
   { to: "/webhooks", label: "Webhooks" },
   { to: "/api-keys", label: "API keys" },
@@ -82,6 +86,10 @@ export function App() {
             <Route path="/connections" element={<Connections role={role} />} />
             <Route path="/messages" element={<Messages />} />
             <Route path="/messages/:id" element={<MessageDetail />} />
+            <Route path="/chats/:connection?" element={<Chats />} />
+            <Route path="/chats/:connection/:chat" element={<ChatView role={role} />} />
+            <Route path="/groups/:connection?" element={<Groups role={role} />} />
+            <Route path="/groups/:connection/:group" element={<GroupDetail role={role} />} />
             <Route path="/schedules" element={<Schedules role={role} />} />
             <Route path="/webhooks" element={<Webhooks role={role} />} />
             <Route path="/api-keys" element={<ApiKeys role={role} />} />

@@ -1,7 +1,7 @@
 // States as coloured badges: the same word the API uses, on a colour that says whether it is
 // fine, under way, needs attention or is over. The word is always there (colour is never the
 // only signal), and every pair of colours passes WCAG AA.
-import type { AiRunOutcome, ConnectionState, MessageStatus, WebhookDeliveryStatus } from "@svc/sdk/contract";
+import type { AiRunOutcome, ConnectionState, GroupRole, MessageStatus, ParticipantOutcomeCode, WebhookDeliveryStatus } from "@svc/sdk/contract";
 import type { Schedule } from "@svc/sdk";
 
 export type Tone = "good" | "busy" | "info" | "warn" | "bad" | "quiet";
@@ -13,6 +13,8 @@ const TONES: {
   schedule: Partial<Record<Schedule["status"], Tone>>;
   delivery: Partial<Record<WebhookDeliveryStatus, Tone>>;
   run: Partial<Record<AiRunOutcome, Tone>>;
+  participant: Partial<Record<ParticipantOutcomeCode, Tone>>;
+  groupRole: Partial<Record<GroupRole, Tone>>;
 } = {
   connection: { created: "quiet", pairing: "busy", connected: "good", disconnected: "bad", suspended: "warn" },
   message: {
@@ -30,6 +32,18 @@ const TONES: {
   schedule: { active: "good", paused: "warn", completed: "quiet", canceled: "quiet" },
   delivery: { pending: "busy", succeeded: "good", failed: "bad", canceled: "quiet" },
   run: { drafted: "good", replied: "good", cost_limit_reached: "warn", rate_limited: "warn", human_active: "info", credential_missing: "bad", vendor_error: "bad" },
+  participant: {
+    added: "good",
+    already_member: "quiet",
+    not_on_network: "bad",
+    invited: "info",
+    refused: "bad",
+    removed: "good",
+    promoted: "good",
+    demoted: "good",
+    not_member: "warn",
+  },
+  groupRole: { superadmin: "info", admin: "info", member: "quiet" },
 };
 
 export type BadgeKind = keyof typeof TONES;

@@ -1,7 +1,8 @@
 // Small shared pieces: the problem box every error goes through, a form's own refusal, a group of
-// checkboxes, the connections offered by a select or named by slug (their query: connections.ts),
+// checkboxes, the connections offered by a select, named by slug or picked for a page (their query: connections.ts),
 // and the page frame.
 import type { ReactNode } from "react";
+import { useNavigate } from "react-router";
 import type { Connection } from "@svc/sdk";
 import { SvcApiError } from "./api";
 import { useConnections } from "./connections";
@@ -96,6 +97,22 @@ export function ConnectionName({ slug }: { slug: string }) {
     </span>
   ) : (
     <code className="slug">{slug}</code>
+  );
+}
+
+/** The connection a page of one connection shows (`/{base}/{slug}`), or a picker that puts one in the path. */
+export function ConnectionPicker({ base, current }: { base: string; current: string }) {
+  const navigate = useNavigate();
+  const connections = useConnections();
+  return (
+    <form className="filters" aria-label="Choose a connection" onSubmit={(e) => e.preventDefault()}>
+      <label htmlFor={`${base}-connection`}>Connection</label>
+      <select id={`${base}-connection`} value={current} onChange={(e) => void navigate(e.target.value ? `/${base}/${e.target.value}` : `/${base}`)}>
+        <option value="">Choose one</option>
+        <ConnectionOptions connections={connections.data?.data} />
+      </select>
+      <ProblemNote error={connections.error} />
+    </form>
   );
 }
 

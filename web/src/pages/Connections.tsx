@@ -1,6 +1,7 @@
 // Connections: create, pair (Pairing.tsx: a live QR, "connected" as soon as the phone scans),
-// suspend/resume, delete after a confirmation.
+// suspend/resume, delete after a confirmation; each one's chats and groups a link away.
 import { useState, type FormEvent } from "react";
+import { Link } from "react-router";
 import { useMutation } from "@tanstack/react-query";
 import { CreateConnectionBody, sessionMayUse, type Role } from "@svc/sdk/contract";
 import type { Connection } from "@svc/sdk";
@@ -41,6 +42,14 @@ export function Connections({ role }: { role: Role }) {
                 {c.phone ? `${c.phone} · ` : ""}
                 {c.transport} engine · created {formatDate(c.created_at)}
               </span>
+            </span>
+            <span className="actions">
+              <Link to={`/chats/${c.slug}`} aria-label={`Chats of ${c.slug}`}>
+                Chats
+              </Link>
+              <Link to={`/groups/${c.slug}`} aria-label={`Groups of ${c.slug}`}>
+                Groups
+              </Link>
             </span>
             {canWrite && (
               <span className="actions">

@@ -1,26 +1,13 @@
 // The live event monitor: the workspace's events as the server records them (the payloads
 // webhooks deliver), pushed over server-sent events with the session cookie; newest first.
-import { useEffect, useState } from "react";
-import { queryClient } from "../api";
-import { SESSION_KEY } from "../session";
+import { useCallback, useState } from "react";
+import { useEventStream, type StreamState, type StreamedEvent } from "../event-stream";
 import { ConnectionName, formatDate, Page } from "../ui";
 
-/** server/events/stream.ts; same origin, so the HttpOnly cookie goes along. */
-const STREAM_PATH = "/v1/events/stream";
 /** What the page keeps: a monitor, not a log (the messages and delivery pages are the log). */
 const KEEP = 200;
 
-interface StreamedEvent {
-  id: string;
-  type: string;
-  created_at: string;
-  connection: string | null;
-  data: Record<string, unknown>;
-}
-
-type State = "connecting" | "listening" | "reconnecting" | "closed";
-
-const STATE_TEXT: Record<State, string> = {
+const STATE_TEXT: Record<StreamState, string> = {
   connecting: "Connecting…",
   listening: "Listening for events as they happen.",
   reconnecting: "Connection lost; reconnecting…",
@@ -29,34 +16,15 @@ const STATE_TEXT: Record<State, string> = {
 
 export function Events() {
   const [events, setEvents] = useState<StreamedEvent[]>([]);
-  const [state, setState] = useState<State>("connecting");
   const [paused, setPaused] = useState(false);
-
-  useEffect(() => {
-    if (paused) return;
-    const source = new EventSource(STREAM_PATH);
-    source.onopen = () => setState("listening");
-    source.onmessage = (m: MessageEvent<string>) => {
-      const event = JSON.parse(m.data) as StreamedEvent;
-      setEvents((list) => [event, ...list.filter((e) => e.id !== event.id)].slice(0, KEEP));
-    };
-    source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) {
-        setState("closed");
-        // Refused (most likely the session ended): the session check sends the page to sign-in.
-        void queryClient.invalidateQueries({ queryKey: SESSION_KEY });
-      } else {
-        setState("reconnecting");
-      }
-    };
-    return () => source.close();
-  }, [paused]);
+  const onEvent = useCallback((event: StreamedEvent) => setEvents((list) => [event, ...list.filter((e) => e.id !== event.id)].slice(0, KEEP)), []);
+  const state = useEventStream(onEvent, !paused);
 
   return (
     <Page title="Events">
       <p role="status">{paused ? "Paused." : STATE_TEXT[state]}</p>
       <div className="actions">
-        <button type="button" onClick={() => { setState("connecting"); setPaused((p) => !p); }}>
+        <button type="button" onClick={() => setPaused((p) => !p)}>
           {paused ? "Resume" : "Pause"}
         </button>
         <button type="button" onClick={() => setEvents([])} disabled={events.length === 0}>
