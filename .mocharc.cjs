@@ -17,7 +17,7 @@ const ONCE = [
   // the packages and the README's code; `npm start` on the embedded database
   "readme", "sdk-pack", "sdk-types", "dev-start",
   // the dashboard in Chromium
-  "web", "web-ai", "web-consent", "web-first-run", "web-schedules",
+  "web", "web-ai", "web-chats", "web-consent", "web-first-run", "web-groups", "web-schedules",
 ].map((name) => `test/${name}.test.ts`);
 
 /**
