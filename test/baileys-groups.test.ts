@@ -197,11 +197,14 @@ describe("Baileys engine: the group routes (stand-in socket)", function () {
     // An empty description is the library's delete (an undefined one).
     expect(callsOf("groupUpdateDescription").at(-1)!.args).to.deep.equal([group, undefined]);
 
+    // A member may rename an open group, but not change its settings: refused, nothing changed.
     const memberOnly = networkGroup(null);
-    const res = await http("PATCH", path(memberOnly), { headers: auth, body: { locked: true } });
+    const before = standIn.world.groups.get(memberOnly)!.subject;
+    const res = await http("PATCH", path(memberOnly), { headers: auth, body: { subject: "Members may", description: "but not", locked: true } });
     expect(res.status).to.equal(403);
     expect(res.json.code).to.equal("not_group_admin");
-    expect(standIn.world.groups.get(memberOnly)!.restrict).to.equal(false);
+    expect(standIn.world.groups.get(memberOnly)).to.include({ subject: before, desc: undefined, restrict: false });
+    expect((await expectOk(client.groups.update({ params: { connection: slug, group: memberOnly }, body: { subject: "Members may" } }))).subject).to.equal("Members may");
   });
 
   it("reads and renews the invite link, and leaves a group, after which it is unknown", async () => {

@@ -153,13 +153,14 @@ export class BaileysGroups implements EngineGroups {
   async update(connection: EngineConnection, groupId: string, change: { subject?: string; description?: string; announce?: boolean; locked?: boolean }): Promise<void> {
     const jid = groupJid(groupId);
     await this.call(connection, groupId, async (s) => {
-      if (change.subject !== undefined) await s.groupUpdateSubject(jid, change.subject);
-      // An empty description removes it (the library sends a delete for a falsy one).
-      if (change.description !== undefined) await s.groupUpdateDescription(jid, change.description || undefined);
+      // Settings first: they always need an admin, so a refusal comes before anything changed.
       for (const setting of ["announce", "locked"] as const) {
         const on = change[setting];
         if (on !== undefined) await s.groupSettingUpdate(jid, SETTINGS[setting][on ? 0 : 1]);
       }
+      if (change.subject !== undefined) await s.groupUpdateSubject(jid, change.subject);
+      // An empty description removes it (the library sends a delete for a falsy one).
+      if (change.description !== undefined) await s.groupUpdateDescription(jid, change.description || undefined);
     });
   }
 
