@@ -10,7 +10,7 @@ import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client } from "./support/actors.js";
 import { standIn, type StandInGroup, type StandInSocket } from "./support/baileys-stand-in.js";
-import { liveSocket, pairBaileys } from "./support/baileys.js";
+import { baileysEngine, liveSocket, pairBaileys } from "./support/baileys.js";
 import { uniquePhone } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -227,5 +227,21 @@ describe("Baileys engine: the group routes (stand-in socket)", function () {
     const gone = await http("GET", path(group), { headers: auth });
     expect(gone.status).to.equal(404);
     expect((await http("POST", path(group, "/leave"), { headers: auth })).status).to.equal(404);
+  });
+
+  it("answers 503 with Retry-After while the socket is not on this process, and reaches it once it is", async () => {
+    const group = networkGroup("admin");
+    // The session closes here (as when another process holds the lease); the connection still reads connected.
+    await baileysEngine().stop({ id: connectionId, callbackUrl: "" });
+    const calls = socket.calls.length;
+    const res = await http("GET", path(group), { headers: auth });
+    expect(res.status).to.equal(503);
+    expect(res.headers.get("retry-after")).to.match(/^\d+$/);
+    expect(socket.calls.length, "calls on the closed socket").to.equal(calls);
+
+    await baileysEngine().start({ id: connectionId, callbackUrl: "" });
+    socket = await liveSocket(connectionId, (s) => s !== socket && s.user !== undefined);
+    const got = await waitFor(() => http("GET", path(group), { headers: auth }), (r) => r.status === 200);
+    expect(got.json.id).to.equal(group);
   });
 });
