@@ -10,7 +10,7 @@ import { expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client } from "./support/actors.js";
 import { standIn, type StandInGroup, type StandInSocket } from "./support/baileys-stand-in.js";
-import { baileysEngine, liveSocket, pairBaileys } from "./support/baileys.js";
+import { baileysEngine, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
 import { uniquePhone } from "./support/sandbox.js";
 import { waitFor } from "./support/wait.js";
 
@@ -61,6 +61,7 @@ describe("Baileys engine: the group routes (stand-in socket)", function () {
   let slug: string;
   let linked: string;
   let connectionId: string;
+  let ownLid: string;
   let socket: StandInSocket;
   const path = (group: string, tail = "") => `/v1/connections/${slug}/groups/${encodeURIComponent(group)}${tail}`;
   const callsOf = (method: string) => socket.calls.filter((c) => c.method === method);
@@ -90,7 +91,9 @@ describe("Baileys engine: the group routes (stand-in socket)", function () {
     auth = { authorization: `Bearer ${issued.key}` };
     slug = `bly-grp-${randomBytes(3).toString("hex")}`;
     linked = uniquePhone("+1557");
-    connectionId = (await pairBaileys(client, slug, linked)).connection.id;
+    const paired = await pairBaileys(client, slug, linked);
+    connectionId = paired.connection.id;
+    ownLid = `${paired.lid}@lid`;
     socket = await liveSocket(connectionId, (s) => s.user !== undefined);
   });
 
@@ -227,6 +230,50 @@ describe("Baileys engine: the group routes (stand-in socket)", function () {
     const gone = await http("GET", path(group), { headers: auth });
     expect(gone.status).to.equal(404);
     expect((await http("POST", path(group, "/leave"), { headers: auth })).status).to.equal(404);
+  });
+
+  it("takes up a group made with the number in it (groups.upsert), and drops one it was removed from", async () => {
+    const group = newGroupJid();
+    const [other, otherLid] = [uniquePhone(), `${uniqueLid()}@lid`];
+    const eventsOf = async (type: string) =>
+      ((await testEnv().gateway.ctx.db.query(`SELECT payload FROM events WHERE connection_id = $1 AND type = $2`, [connectionId, type])) as { payload: { data: Record<string, unknown> } }[])
+        .map((r) => r.payload.data)
+        .filter((d) => d.id === group || (d.group as { id?: string } | undefined)?.id === group);
+    // The library's metadata of a LID-addressed group, as its `create` notification carries it.
+    socket.emit("groups.upsert", [
+      {
+        id: group,
+        addressingMode: "lid",
+        subject: "Made by a friend",
+        creation: Math.floor(Date.now() / 1000),
+        owner: otherLid,
+        ownerPn: jidOf(other),
+        size: 2,
+        restrict: false,
+        announce: false,
+        participants: [
+          { id: otherLid, phoneNumber: jidOf(other), admin: "superadmin" },
+          { id: ownLid, phoneNumber: jidOf(linked), admin: null },
+        ],
+        author: otherLid,
+      },
+    ]);
+    const [joined] = await waitFor(() => eventsOf("group.joined"), (e) => e.length === 1);
+    expect(joined).to.include({ subject: "Made by a friend", own_role: "member" });
+    const queries = callsOf("groupMetadata").length;
+    const got = await expectOk(client.groups.get({ params: { connection: slug, group } }));
+    expect(got.participants).to.have.deep.members([
+      { phone: other, lid: otherLid, role: "superadmin" },
+      { phone: linked, lid: ownLid, role: "member" },
+    ]);
+    expect(callsOf("groupMetadata"), "read from the cache").to.have.length(queries);
+
+    // Removed by its creator: the network names the number by LID alone and no longer answers for the group.
+    socket.emit("group-participants.update", { id: group, author: otherLid, participants: [{ id: ownLid, admin: null }], action: "remove" });
+    const [left] = await waitFor(() => eventsOf("group.participants"), (e) => e.length === 1);
+    expect(left!.changes).to.deep.equal([{ phone: linked, lid: ownLid, change: "left" }]);
+    const cached = await testEnv().gateway.ctx.db.query(`SELECT 1 FROM group_metadata WHERE connection_id = $1 AND group_id = $2`, [connectionId, group]);
+    expect(cached).to.have.length(0);
   });
 
   it("answers 503 with Retry-After while the socket is not on this process, and reaches it once it is", async () => {

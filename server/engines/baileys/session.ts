@@ -5,7 +5,7 @@
 // cannot do (passkey), and gives up pairing after a bounded number of QRs.
 import { cachedGroup } from "../../groups/cache.js";
 import { groupReport } from "../../groups/view.js";
-import { groupOf, libraryMetadata } from "./groups.js";
+import { groupOf, libraryMetadata, participantOf } from "./groups.js";
 import type { Readable } from "node:stream";
 import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
@@ -191,7 +191,9 @@ export class Session {
     on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
-    on("group-participants.update", async (u) => void (await this.refreshGroup(u.id)));
+    on("group-participants.update", async (u) => void (await this.onParticipants(u)));
+    // A group made with the number in it (by itself or by someone else) comes whole: a join.
+    on("groups.upsert", async (groups) => groups.forEach((g) => this.keepGroup(g, true)));
     on("groups.update", async (updates) => {
       // A listing (groupFetchAllParticipating: the group routes', or the library's on the network's
       // dirty bit) carries whole metadata: kept with no query per group, and reported unless the
@@ -240,6 +242,22 @@ export class Session {
     })().finally(() => this.groupQueries.delete(jid));
     this.groupQueries.set(jid, pending);
     return pending;
+  }
+
+  /**
+   * Who joined, left, was promoted or demoted: the group is fetched again, except when the number
+   * itself left or was removed (the network no longer answers for the group): then the delta is
+   * reported, which takes the group out of the gateway's cache.
+   */
+  private async onParticipants(u: BaileysEventMap["group-participants.update"]): Promise<void> {
+    const me = { phone: phoneOfJid(this.socket?.user?.id), lid: lidOfJid(this.socket?.user?.lid) };
+    const people = u.participants.map(participantOf);
+    const mine = people.find((p) => (p.phone !== null && p.phone === me.phone) || (p.lid !== null && p.lid === me.lid));
+    if (u.action !== "remove" || !mine) return void (await this.refreshGroup(u.id));
+    this.groups.delete(u.id);
+    // Named by our number, which is how the gateway knows its own number in a group.
+    const participants = people.map((p) => (p === mine ? { phone: me.phone, lid: p.lid } : { phone: p.phone, lid: p.lid }));
+    await this.report([{ type: "group.participants", group_id: u.id, action: "remove", participants }]);
   }
 
   /** Keeps a group's metadata for the send path, and reports it to the gateway's cache when `report`. */
