@@ -15,29 +15,24 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { AnyMessageContent, BinaryNode, GroupMetadata, ParticipantAction, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
+import type { BinaryNode, ParticipantAction } from "@whiskeysockets/baileys";
+
+/** The library's group calls, recorded like the others. */
+type GroupCall =
+  | "groupFetchAllParticipating"
+  | "groupCreate"
+  | "groupParticipantsUpdate"
+  | "groupUpdateSubject"
+  | "groupUpdateDescription"
+  | "groupSettingUpdate"
+  | "groupLeave"
+  | "groupInviteCode"
+  | "groupRevokeInvite";
 
 export interface Call {
-  method:
-    | "sendMessage"
-    | "onWhatsApp"
-    | "groupMetadata"
-    | "logout"
-    | "end"
-    | "readMessages"
-    | "sendPresenceUpdate"
-    | "downloadMedia"
-    | "requestPairingCode"
-    | "groupFetchAllParticipating"
-    | "groupCreate"
-    | "groupParticipantsUpdate"
-    | "groupUpdateSubject"
-    | "groupUpdateDescription"
-    | "groupSettingUpdate"
-    | "groupLeave"
-    | "groupInviteCode"
-    | "groupRevokeInvite";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode" | GroupCall;
   args: unknown[];
 }
 
