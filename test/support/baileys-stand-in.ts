@@ -17,9 +17,22 @@ import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
+import type { BinaryNode, ParticipantAction } from "@whiskeysockets/baileys";
+
+/** The library's group calls, recorded like the others. */
+type GroupCall =
+  | "groupFetchAllParticipating"
+  | "groupCreate"
+  | "groupParticipantsUpdate"
+  | "groupUpdateSubject"
+  | "groupUpdateDescription"
+  | "groupSettingUpdate"
+  | "groupLeave"
+  | "groupInviteCode"
+  | "groupRevokeInvite";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode";
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode" | GroupCall;
   args: unknown[];
 }
 
@@ -38,6 +51,23 @@ interface World {
   lidStore: Map<string, string>;
   /** The bytes the network's media server holds, by the network id of their message; absent: gone (410). */
   media: Map<string, Buffer>;
+  /** The network's groups made or played here (groups the tests never made answer as "stand-in group"). */
+  groups: Map<string, StandInGroup>;
+  /** How a number answers being added to a group, by its JID: its privacy setting (403, with an invitation) or a recent leave (408). */
+  groupAdd: Map<string, "403" | "408">;
+}
+
+/** A group on the stand-in network: members by JID with their role (the library's `admin` type). */
+export interface StandInGroup {
+  subject: string;
+  desc: string | undefined;
+  descId: string | undefined;
+  announce: boolean;
+  restrict: boolean;
+  creation: number;
+  owner: string;
+  participants: Map<string, "admin" | "superadmin" | null>;
+  inviteCode: string;
 }
 
 const holder = globalThis as unknown as { __baileysStandIn?: World };
@@ -50,6 +80,8 @@ const world: World = (holder.__baileysStandIn ??= {
   publishedVersion: [2, 3000, 1],
   lidStore: new Map(),
   media: new Map(),
+  groups: new Map(),
+  groupAdd: new Map(),
 });
 
 /** The version source of the network the stand-in plays (BAILEYS_SOCKET_MODULE's fetchVersion). */
@@ -232,7 +264,126 @@ export class StandInSocket implements EngineSocket {
   /** A group's metadata as the network answers a query (`w:g2` iq), one query recorded per call. */
   async groupMetadata(jid: string): Promise<GroupMetadata> {
     this.calls.push({ method: "groupMetadata", args: [jid] });
+    if (world.groups.has(jid)) return metadataOf(jid, this.memberOf(jid));
     return { id: jid, subject: "stand-in group", participants: [{ id: `${jid.split("@")[0]}1@lid`, admin: null }], addressingMode: "lid" } as GroupMetadata;
+  }
+
+  /** This socket's number as a group member's JID. */
+  private get me(): string {
+    return `${(this.user?.id ?? "").split("@")[0]!.split(":")[0]}@s.whatsapp.net`;
+  }
+
+  /** The group, if this number is in it; else the network's `forbidden` (403), or `item-not-found` (404) for no such group. */
+  private memberOf(jid: string): StandInGroup {
+    const group = world.groups.get(jid);
+    if (!group) throw iqError(404, "item-not-found");
+    if (!group.participants.has(this.me)) throw iqError(403, "forbidden");
+    return group;
+  }
+
+  /** The group, if this number is one of its admins; else the network's `not-authorized` (401). */
+  private adminOf(jid: string): StandInGroup {
+    const group = this.memberOf(jid);
+    if (!group.participants.get(this.me)) throw iqError(401, "not-authorized");
+    return group;
+  }
+
+  /** As the library's groupFetchAllParticipating: every group the number is in, also emitted as `groups.update`. */
+  async groupFetchAllParticipating(): Promise<{ [jid: string]: GroupMetadata }> {
+    this.calls.push({ method: "groupFetchAllParticipating", args: [] });
+    const data: { [jid: string]: GroupMetadata } = {};
+    for (const [jid, group] of world.groups) if (group.participants.has(this.me)) data[jid] = metadataOf(jid, group);
+    this.emit("groups.update", Object.values(data));
+    return data;
+  }
+
+  /**
+   * The network takes the numbers it may add. Its answer lists every number asked for, the ones it
+   * did not take with an `error` attribute that the library's parse drops: they read as members.
+   */
+  async groupCreate(subject: string, participants: string[]): Promise<GroupMetadata> {
+    this.calls.push({ method: "groupCreate", args: [subject, participants] });
+    const jid = `120363${String(Math.floor(Math.random() * 1e12)).padStart(12, "0")}@g.us`;
+    const group: StandInGroup = {
+      subject,
+      desc: undefined,
+      descId: undefined,
+      announce: false,
+      restrict: false,
+      creation: Math.floor(Date.now() / 1000),
+      owner: this.me,
+      participants: new Map([[this.me, "superadmin"]]),
+      inviteCode: inviteCode(),
+    };
+    for (const p of participants) if (!world.offNetwork.has(p) && !world.groupAdd.has(p)) group.participants.set(p, null);
+    world.groups.set(jid, group);
+    const answered = metadataOf(jid, group);
+    const refused = participants.filter((p) => !group.participants.has(p));
+    return { ...answered, participants: [...answered.participants, ...refused.map((id) => ({ id, phoneNumber: undefined, lid: undefined, admin: null }))] };
+  }
+
+  /** As the network answers a `w:g2` add/remove/promote/demote: a `participant` node per number, with `error` where it was not done. */
+  async groupParticipantsUpdate(jid: string, participants: string[], action: ParticipantAction): Promise<{ status: string; jid: string | undefined; content: BinaryNode }[]> {
+    this.calls.push({ method: "groupParticipantsUpdate", args: [jid, participants, action] });
+    const group = this.adminOf(jid);
+    return participants.map((p) => {
+      const role = group.participants.get(p);
+      let error: string | undefined;
+      let content: BinaryNode[] | undefined;
+      if (action === "add") {
+        if (role !== undefined) error = "409";
+        else if (world.offNetwork.has(p)) error = "404";
+        else if (world.groupAdd.get(p) === "403") {
+          error = "403";
+          content = [{ tag: "add_request", attrs: { code: inviteCode(), expiration: String(Math.floor(Date.now() / 1000) + 3 * 86_400) } }];
+        } else if (world.groupAdd.get(p) === "408") error = "408";
+        else group.participants.set(p, null);
+      } else if (role === undefined) error = "404";
+      else if (role === "superadmin") error = "406";
+      else if (action === "remove") group.participants.delete(p);
+      else group.participants.set(p, action === "promote" ? "admin" : null);
+      const node: BinaryNode = { tag: "participant", attrs: { jid: p, ...(error && { error }) }, ...(content && { content }) };
+      return { status: error ?? "200", jid: p, content: node };
+    });
+  }
+
+  async groupUpdateSubject(jid: string, subject: string): Promise<void> {
+    this.calls.push({ method: "groupUpdateSubject", args: [jid, subject] });
+    const group = this.memberOf(jid);
+    if (group.restrict && !group.participants.get(this.me)) throw iqError(401, "not-authorized");
+    group.subject = subject;
+  }
+
+  async groupUpdateDescription(jid: string, description?: string): Promise<void> {
+    this.calls.push({ method: "groupUpdateDescription", args: [jid, description] });
+    const group = this.memberOf(jid);
+    if (group.restrict && !group.participants.get(this.me)) throw iqError(401, "not-authorized");
+    group.desc = description || undefined;
+    group.descId = description ? inviteCode() : undefined;
+  }
+
+  async groupSettingUpdate(jid: string, setting: "announcement" | "not_announcement" | "locked" | "unlocked"): Promise<void> {
+    this.calls.push({ method: "groupSettingUpdate", args: [jid, setting] });
+    const group = this.adminOf(jid);
+    if (setting === "announcement" || setting === "not_announcement") group.announce = setting === "announcement";
+    else group.restrict = setting === "locked";
+  }
+
+  async groupLeave(id: string): Promise<void> {
+    this.calls.push({ method: "groupLeave", args: [id] });
+    this.memberOf(id).participants.delete(this.me);
+  }
+
+  async groupInviteCode(jid: string): Promise<string | undefined> {
+    this.calls.push({ method: "groupInviteCode", args: [jid] });
+    return this.adminOf(jid).inviteCode;
+  }
+
+  async groupRevokeInvite(jid: string): Promise<string | undefined> {
+    this.calls.push({ method: "groupRevokeInvite", args: [jid] });
+    const group = this.adminOf(jid);
+    group.inviteCode = inviteCode();
+    return group.inviteCode;
   }
 
   async readMessages(keys: WAMessageKey[]): Promise<void> {
@@ -271,6 +422,37 @@ export class StandInSocket implements EngineSocket {
     log({ event: "end", connection: this.connectionId });
     this.close(428);
   }
+}
+
+/** A refused `w:g2` query as the library throws it (assertNodeErrorFree): a Boom whose `data` is the `<error>` code. */
+function iqError(code: number, text: string): Error {
+  return Object.assign(new Error(text), { isBoom: true, data: code, output: { statusCode: 500 } });
+}
+
+function inviteCode(): string {
+  return [...Array(22)].map(() => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[Math.floor(Math.random() * 62)]).join("");
+}
+
+/** A group as the library's extractGroupMetadata gives it (a phone-number-addressed group). */
+function metadataOf(jid: string, g: StandInGroup): GroupMetadata {
+  return {
+    id: jid,
+    addressingMode: "pn",
+    subject: g.subject,
+    subjectTime: g.creation,
+    size: g.participants.size,
+    creation: g.creation,
+    owner: g.owner,
+    desc: g.desc,
+    descId: g.descId,
+    restrict: g.restrict,
+    announce: g.announce,
+    isCommunity: false,
+    isCommunityAnnounce: false,
+    joinApprovalMode: false,
+    memberAddMode: false,
+    participants: [...g.participants].map(([id, admin]) => ({ id, phoneNumber: undefined, lid: undefined, admin })),
+  } as GroupMetadata;
 }
 
 /** The secret the library gives a poll it sends (random there; derived from its id here, so a test can vote). */

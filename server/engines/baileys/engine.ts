@@ -18,6 +18,7 @@ import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { editContent, reactionContent, revokeContent } from "./conversations.js";
 import { loadAuthState, wipeSession } from "./auth-state.js";
+import { BaileysGroups } from "./groups.js";
 import { Leases } from "./lease.js";
 import { NumberCheckCache } from "./number-checks.js";
 import { Relay } from "./relay.js";
@@ -79,6 +80,8 @@ export class BaileysEngine implements Engine {
   /** When a refusal last made the version be fetched again. */
   private refetchedAt = 0;
   private readonly numberChecks: NumberCheckCache;
+  /** Group calls go to the socket of this process, as conversations' actions do. */
+  readonly groups = new BaileysGroups((connection) => this.local(connection));
   private factory: SocketFactory | null = null;
   private fetchVersion: VersionSource | null = null;
   private readonly pinnedVersion: WAVersion | undefined;

@@ -5,7 +5,7 @@
 // cannot do (passkey), and gives up pairing after a bounded number of QRs.
 import { cachedGroup } from "../../groups/cache.js";
 import { groupReport } from "../../groups/view.js";
-import { groupOf, libraryMetadata } from "./groups.js";
+import { groupOf, libraryMetadata, participantOf } from "./groups.js";
 import type { Readable } from "node:stream";
 import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
@@ -123,6 +123,8 @@ export class Session {
   private readonly groups = new Map<string, { metadata: GroupMetadata; at: number }>();
   /** Network queries of group metadata under way, shared by the sends waiting on them. */
   private readonly groupQueries = new Map<string, Promise<GroupMetadata | undefined>>();
+  /** Group listings the group routes asked for, under way: their `groups.update` echo is not reported. */
+  private listing = 0;
   /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
@@ -189,9 +191,19 @@ export class Session {
     on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
-    on("group-participants.update", async (u) => void (await this.refreshGroup(u.id)));
+    on("group-participants.update", async (u) => void (await this.onParticipants(u)));
+    // A group made with the number in it (by itself or by someone else) comes whole: a join.
+    on("groups.upsert", async (groups) => groups.forEach((g) => this.keepGroup(g, true)));
     on("groups.update", async (updates) => {
-      for (const u of updates) if (u.id) await this.refreshGroup(u.id);
+      // A listing (groupFetchAllParticipating: the group routes', or the library's on the network's
+      // dirty bit) carries whole metadata: kept with no query per group, and reported unless the
+      // group routes asked for it (they store the listing themselves; reported, it would read as joins).
+      const asked = this.listing > 0;
+      for (const u of updates) {
+        if (!u.id) continue;
+        if (u.participants) this.keepGroup(u as GroupMetadata, !asked);
+        else await this.refreshGroup(u.id);
+      }
     });
     // History sync carries the LID ↔ number pairs of the account's chats (its messages are history, not news).
     on("messaging-history.set", async (h) => this.mapLids(h.lidPnMappings ?? []));
@@ -225,13 +237,46 @@ export class Session {
       // Not found or not answered: undefined lets the library query it itself.
       const metadata = await socket.groupMetadata(jid).catch(() => undefined);
       if (!metadata) return undefined;
-      if (this.groups.size >= GROUP_CACHE_SIZE) this.groups.delete(this.groups.keys().next().value!);
-      this.groups.set(jid, { metadata, at: Date.now() });
-      this.report([{ type: "group.metadata", group: groupReport(groupOf(metadata)) }]);
+      this.keepGroup(metadata, true);
       return metadata;
     })().finally(() => this.groupQueries.delete(jid));
     this.groupQueries.set(jid, pending);
     return pending;
+  }
+
+  /**
+   * Who joined, left, was promoted or demoted: the group is fetched again, except when the number
+   * itself left or was removed (the network no longer answers for the group): then the delta is
+   * reported, which takes the group out of the gateway's cache.
+   */
+  private async onParticipants(u: BaileysEventMap["group-participants.update"]): Promise<void> {
+    const me = { phone: phoneOfJid(this.socket?.user?.id), lid: lidOfJid(this.socket?.user?.lid) };
+    const people = u.participants.map(participantOf);
+    const mine = people.find((p) => (p.phone !== null && p.phone === me.phone) || (p.lid !== null && p.lid === me.lid));
+    if (u.action !== "remove" || !mine) return void (await this.refreshGroup(u.id));
+    this.groups.delete(u.id);
+    // Named by our number, which is how the gateway knows its own number in a group.
+    const participants = people.map((p) => (p === mine ? { phone: me.phone, lid: p.lid } : { phone: p.phone, lid: p.lid }));
+    await this.report([{ type: "group.participants", group_id: u.id, action: "remove", participants }]);
+  }
+
+  /** Keeps a group's metadata for the send path, and reports it to the gateway's cache when `report`. */
+  private keepGroup(metadata: GroupMetadata, report: boolean): void {
+    this.groups.delete(metadata.id);
+    if (this.groups.size >= GROUP_CACHE_SIZE) this.groups.delete(this.groups.keys().next().value!);
+    this.groups.set(metadata.id, { metadata, at: Date.now() });
+    if (report) void this.report([{ type: "group.metadata", group: groupReport(groupOf(metadata)) }]);
+  }
+
+  /** Every group the number is in (the group routes' listing, groups.ts). */
+  async listGroups(): Promise<GroupMetadata[]> {
+    const socket = this.openSocket();
+    this.listing++;
+    try {
+      return Object.values(await socket.groupFetchAllParticipating());
+    } finally {
+      this.listing--;
+    }
   }
 
   private async mapLids(mappings: { lid: string; pn: string }[]): Promise<void> {
@@ -514,6 +559,11 @@ export class Session {
     const socket = this.socket;
     if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
     return socket;
+  }
+
+  /** The open socket for a group call (groups.ts), or a transient EngineError. */
+  groupSocket(): EngineSocket {
+    return this.openSocket();
   }
 
   /** Writes an action (a reaction, an edit, a delete for everyone) to the chat of its message. */

@@ -13,10 +13,12 @@ import makeWASocket, {
   makeCacheableSignalKeyStore,
   type AnyMessageContent,
   type AuthenticationState,
+  type BinaryNode,
   type BaileysEventMap,
   type CacheStore,
   type GroupMetadata,
   type MiscMessageGenerationOptions,
+  type ParticipantAction,
   type WAMessage,
   type WAMessageKey,
   type WAPresence,
@@ -37,6 +39,16 @@ export interface EngineSocket {
   sendMessage(jid: string, content: AnyMessageContent, options?: MiscMessageGenerationOptions): Promise<WAMessage | undefined>;
   onWhatsApp(...phones: string[]): Promise<{ jid: string; exists: boolean }[] | undefined>;
   groupMetadata(jid: string): Promise<GroupMetadata>;
+  // The group calls of the engine's groups (groups.ts), as the library declares them.
+  groupFetchAllParticipating(): Promise<{ [jid: string]: GroupMetadata }>;
+  groupCreate(subject: string, participants: string[]): Promise<GroupMetadata>;
+  groupParticipantsUpdate(jid: string, participants: string[], action: ParticipantAction): Promise<{ status: string; jid: string | undefined; content: BinaryNode }[]>;
+  groupUpdateSubject(jid: string, subject: string): Promise<void>;
+  groupUpdateDescription(jid: string, description?: string): Promise<void>;
+  groupSettingUpdate(jid: string, setting: "announcement" | "not_announcement" | "locked" | "unlocked"): Promise<void>;
+  groupLeave(id: string): Promise<void>;
+  groupInviteCode(jid: string): Promise<string | undefined>;
+  groupRevokeInvite(jid: string): Promise<string | undefined>;
   /** Pairing by code: the code for the phone number (digits only) to type under "Link with phone number". */
   requestPairingCode(phoneNumber: string): Promise<string>;
   logout(msg?: string): Promise<void>;

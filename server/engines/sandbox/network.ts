@@ -121,6 +121,7 @@ export class SandboxNetwork {
           type: "message.inbound",
           provider_message_id: providerMessageId,
           from: body.from,
+          ...(body.from_lid !== undefined && { from_lid: body.from_lid }),
           to: body.to,
           ...(body.group !== undefined && { group: body.group }),
           ...(body.body !== undefined && { body: body.body }),

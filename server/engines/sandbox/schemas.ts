@@ -29,6 +29,7 @@ export const InboundBody = z
   .object({
     to: Phone.describe("The linked number the message arrives on"),
     from: Phone,
+    from_lid: Phone.optional().describe("The sender's LID (`lid:<digits>`) beside their number, as the network names a group participant it knows by both"),
     body: z.string().max(4096).optional(),
     media: Media.optional(),
     location: Location.optional(),
