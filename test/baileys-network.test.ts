@@ -212,6 +212,35 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("account restriction", () => {
+    it("learns a restriction set while no socket was open when the next one opens", async () => {
+      const { slug, socket, phone } = await paired("restricted-offline");
+      expect(socket.calls.some((c) => c.method === "fetchAccountReachoutTimelock")).to.equal(true);
+      // Restricted while the socket was down: nothing announced it, the network answers when asked.
+      standIn.world.restrictions.set(digits(phone), { isActive: true });
+      socket.close(428);
+      const c = await waitForConnection(client, slug, (x) => x.detail === "account_restricted", 15_000);
+      expect(c.state).to.equal("connected");
+    });
+
+    it("asks the network for the account's standing after a 463 ack, and pauses sending when it is restricted", async () => {
+      const { slug, socket, phone } = await paired("restricted-463");
+      const to = uniquePhone("+1559");
+      const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body: "refused" } }));
+      const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.provider_message_id !== null && x.status === "submitted");
+      const asked = socket.calls.filter((c) => c.method === "fetchAccountReachoutTimelock").length;
+      standIn.world.restrictions.set(digits(phone), { isActive: true, timeEnforcementEnds: new Date(Date.now() + 3_600_000) });
+      socket.receipt(`${digits(to)}@s.whatsapp.net`, m.provider_message_id!, 0, 463);
+      const failed = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "failed");
+      expect(failed.error!.code).to.equal("network_463");
+      expect(socket.calls.filter((c) => c.method === "fetchAccountReachoutTimelock").length).to.equal(asked + 1);
+      await waitForConnection(client, slug, (x) => x.detail === "account_restricted");
+      const held = await expectOk(client.messages.send({ body: { connection: slug, to, body: "held" } }));
+      await sleep(1_500);
+      expect((await expectOk(client.messages.get({ params: { id: held.id } }))).status).to.equal("queued");
+    });
+  });
+
   describe("outbound documents", () => {
     it("keeps a document's name and extension: the given one, the URL's, or one from the mimetype; the given mimetype wins", async () => {
       const { slug, socket } = await paired("documents");

@@ -7,7 +7,7 @@ import { cachedGroup } from "../../groups/cache.js";
 import { groupReport } from "../../groups/view.js";
 import { groupOf, libraryMetadata } from "./groups.js";
 import type { Readable } from "node:stream";
-import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
+import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type ReachoutTimelockState, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
 import { backoffMs } from "../../backoff.js";
 import type { Logger } from "../../logger.js";
@@ -74,6 +74,15 @@ export interface SessionHost {
   credsSavePauseMs(): number;
 }
 
+/** The error ack of a message the network would not let the account send: possibly a restriction. */
+const RESTRICTION_ACK = "463";
+
+/** The library's restriction state ("reachout timelock") as our report. */
+export function restrictionReport(lock: ReachoutTimelockState): Report {
+  const until = lock.isActive && lock.timeEnforcementEnds instanceof Date && !Number.isNaN(lock.timeEnforcementEnds.getTime()) ? lock.timeEnforcementEnds.toISOString() : null;
+  return { type: "connection.restriction", active: Boolean(lock.isActive), until };
+}
+
 /** What the network's error acks mean, by the code the library passes on (its source names them). */
 const NETWORK_ERRORS: Record<string, string> = {
   "463": "the network refused to start this chat: the account is restricted, or it holds no privacy token for this contact; retrying counts as another attempt and deepens a restriction",
@@ -126,6 +135,7 @@ export class Session {
   /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
+  private askingRestriction = false;
   private readonly checks = new CheckThrottle();
 
   constructor(
@@ -307,6 +317,11 @@ export class Session {
   }
 
   private async onConnectionUpdate(socket: EngineSocket, u: Partial<BaileysEventMap["connection.update"]>, version: WAVersion | undefined): Promise<void> {
+    // The network restricted the account or lifted it (its notice, or our question's answer).
+    if (u.reachoutTimeLock) {
+      if (u.reachoutTimeLock.isActive) this.host.count("problem", "account_restricted");
+      await this.report([restrictionReport(u.reachoutTimeLock)]);
+    }
     if (u.qr) {
       this.qrs += 1;
       if (this.qrs > MAX_QR_ROTATIONS) {
@@ -338,6 +353,8 @@ export class Session {
       if (phone && lid) await this.host.store.mapLids(this.connectionId, [{ lid, phone }]);
       for (const w of this.openWaiters.splice(0)) w(true);
       await this.report([{ type: "connection.state", state: "connected", ...(phone && { phone }) }]);
+      // A restriction set or lifted while no socket was open is learned now.
+      this.askRestriction(socket);
     }
     if (u.connection === "close") {
       this.open = false;
@@ -552,10 +569,25 @@ export class Session {
     return (await this.contactOf(jid, alt)).address;
   }
 
+  /**
+   * Asks the network whether the account is restricted (one question at a time); the answer comes
+   * back as a connection update. A 463 ack may mean a restriction (or only a contact's missing
+   * privacy token): the library does not ask itself, so the session does.
+   */
+  private askRestriction(socket: EngineSocket): void {
+    if (this.askingRestriction) return;
+    this.askingRestriction = true;
+    void socket
+      .fetchAccountReachoutTimelock()
+      .catch((err: unknown) => this.host.logger.warn({ err, connection_id: this.connectionId }, "baileys restriction question not answered"))
+      .finally(() => (this.askingRestriction = false));
+  }
+
   /** Acknowledgements and receipts of our messages. */
   private async onStatus(updates: StatusUpdate[]): Promise<void> {
     const relevant = updates.filter((u) => u.key.fromMe && u.key.id && u.status);
     if (!relevant.length) return;
+    if (this.socket && relevant.some((u) => u.status === "failed" && u.networkCode === RESTRICTION_ACK)) this.askRestriction(this.socket);
     const ours = await this.host.store.ourIds(this.connectionId, relevant.map((u) => u.key.id!));
     // Stamped with the receipt's own time where the network gives one (receipts that waited
     // offline are hours old); one-to-one status updates carry none.

@@ -1,0 +1,21 @@
+import type { MigrationInterface, QueryRunner } from "typeorm";
+
+/**
+ * An account restriction the network reported (docs/engines.md, "Account restriction"): while it
+ * holds, the dispatcher claims none of the connection's messages, so they stay queued. Until when,
+ * where the network said (NULL: until it reports the restriction lifted, or an operator resumes).
+ */
+export class ConnectionRestriction1732261600000 implements MigrationInterface {
+  name = "ConnectionRestriction1732261600000";
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE connections ADD COLUMN restricted boolean NOT NULL DEFAULT false;
+      ALTER TABLE connections ADD COLUMN restricted_until timestamptz;
+    `);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE connections DROP COLUMN restricted, DROP COLUMN restricted_until`);
+  }
+}
