@@ -18,6 +18,7 @@ import { baileysEngine, createBaileysConnection, liveSocket, pairBaileys, unique
 import { uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
 import { CREDS_SAVE_ATTEMPTS } from "../server/engines/baileys/session.js";
+import { wipeSession } from "../server/engines/baileys/auth-state.js";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
 const digits = (phone: string) => phone.replace(/\D/g, "");
@@ -309,6 +310,19 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const back = await waitForConnection(client, slug, (x) => x.state === "connected");
       expect(back.detail).to.equal(null);
       expect(standIn.live(id)!.qrs).to.have.length(0);
+    });
+
+    it("opens no QR socket for a connection that still reads connected but has no linked device; it reads disconnected", async () => {
+      const { slug, id } = await paired("no-qr-socket");
+      // Another process unlinked it and its report is not applied yet: the connection reads
+      // connected, nobody holds it, and its auth state is gone.
+      await baileysEngine().stop({ id, callbackUrl: "" });
+      await wipeSession(testEnv().gateway.ctx.db, id);
+      const before = standIn.socketsOf(id).length;
+      const c = await waitForConnection(client, slug, (x) => x.state !== "connected", 20_000);
+      expect(c.state).to.equal("disconnected");
+      expect(standIn.socketsOf(id).slice(before).filter((s) => s.qrs.length > 0)).to.have.length(0);
+      expect(standIn.socketsOf(id)).to.have.length(before);
     });
 
     it("reconnects at once after the first restart request (515) and backs off after the next", async () => {

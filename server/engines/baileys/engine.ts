@@ -242,8 +242,8 @@ export class BaileysEngine implements Engine {
     this.schedulePoll();
   }
 
-  private async take(connectionId: string, pairingPhone: string | null = null): Promise<Session> {
-    const session = new Session(this.host, connectionId, pairingPhone);
+  private async take(connectionId: string, pairing: Session["pairing"] = null): Promise<Session> {
+    const session = new Session(this.host, connectionId, pairing);
     this.sessions.set(connectionId, session);
     await session.connect().catch((err: unknown) => {
       this.options.logger.error({ err, connection_id: connectionId }, "baileys socket could not be opened");
@@ -263,7 +263,7 @@ export class BaileysEngine implements Engine {
   async startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }> {
     const pairingPhone = request.method === "code" ? request.phone : null;
     const existing = this.sessions.get(connection.id);
-    if (existing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
+    if (existing?.pairing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
       const qr = await existing.nextQr(FIRST_QR_TIMEOUT_MS);
       if (qr) return { payload: qr };
     }
@@ -275,7 +275,7 @@ export class BaileysEngine implements Engine {
       await existing.end();
     }
     await wipeSession(this.options.db, connection.id);
-    const session = await this.take(connection.id, pairingPhone);
+    const session = await this.take(connection.id, { phone: pairingPhone });
     const qr = await session.nextQr(FIRST_QR_TIMEOUT_MS);
     if (!qr) {
       if (this.sessions.get(connection.id) === session) this.sessions.delete(connection.id);

@@ -141,9 +141,17 @@ export class Session {
   constructor(
     private readonly host: SessionHost,
     readonly connectionId: string,
-    /** Pairing by code: the number (E.164) that types it; each QR the socket rotates to brings a fresh code instead. */
-    readonly pairingPhone: string | null = null,
+    /**
+     * A pairing session (the only kind that may open a socket without a linked device), and for
+     * pairing by code the number (E.164) that types it: each QR the socket rotates to brings a
+     * fresh code instead.
+     */
+    readonly pairing: { phone: string | null } | null = null,
   ) {}
+
+  get pairingPhone(): string | null {
+    return this.pairing?.phone ?? null;
+  }
 
   get isOpen(): boolean {
     return this.open;
@@ -154,6 +162,13 @@ export class Session {
     if (this.ended) return;
     // Loaded once: a reconnect goes on with the credentials in memory (a write may be in flight).
     this.auth ??= await loadAuthState(this.host.db, this.host.secretKey, this.connectionId);
+    // No device is linked (unlinked while the connection still read `connected`, its report not
+    // applied yet): a socket now would only show QR codes nobody asked for. It reads disconnected.
+    if (!this.pairing && !this.auth.state.creds.me) {
+      this.host.logger.warn({ connection_id: this.connectionId }, "baileys session has no linked device; not opening a pairing socket for it");
+      await this.unlinked();
+      return;
+    }
     // Never a new socket on credentials the database does not have: a failed save is made good first.
     if (this.credsUnsaved) await this.saveCreds();
     const version = this.host.version();
@@ -292,6 +307,14 @@ export class Session {
     this.host.forget(this);
   }
 
+  /** No device is linked any more: the auth state goes, the connection reads disconnected, the session ends here. */
+  private async unlinked(): Promise<void> {
+    this.ended = true;
+    await wipeSession(this.host.db, this.connectionId);
+    await this.report([{ type: "connection.state", state: "disconnected" }]);
+    this.host.forget(this);
+  }
+
   /** True once the socket is open; false when it closed first or the time ran out. */
   opened(timeoutMs: number): Promise<boolean> {
     if (this.open) return Promise.resolve(true);
@@ -366,10 +389,7 @@ export class Session {
       const code = (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode;
       if (code === DisconnectReason.loggedOut || code === DisconnectReason.forbidden) {
         // Unlinked on the phone (or banned): the auth state is worthless now, and pairing starts over.
-        this.ended = true;
-        await wipeSession(this.host.db, this.connectionId);
-        await this.report([{ type: "connection.state", state: "disconnected" }]);
-        this.host.forget(this);
+        await this.unlinked();
         return;
       }
       if (code === DisconnectReason.connectionReplaced) {
