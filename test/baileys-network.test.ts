@@ -264,6 +264,32 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("outbound audio", () => {
+    it("sends Opus-in-Ogg audio as a voice note (ptt) and other audio as a file, with the given mimetype over the origin's", async () => {
+      const { slug, socket } = await paired("audio");
+      const files = createServer((_req, res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from("OggS")));
+      await new Promise<void>((r) => files.listen(0, "127.0.0.1", r));
+      const base = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+      try {
+        const sendAudio = async (mimetype: string) => {
+          const sent = await expectOk(client.messages.send({ body: { connection: slug, to: uniquePhone("+1559"), media: { url: `${base}/a`, kind: "audio", mimetype } } }));
+          const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
+          const call = socket.calls.find((c) => c.method === "sendMessage" && (c.args[2] as { messageId?: string }).messageId === m.provider_message_id);
+          return call!.args[1] as { mimetype: string; ptt?: boolean };
+        };
+        expect(await sendAudio("audio/ogg; codecs=opus")).to.deep.include({ mimetype: "audio/ogg; codecs=opus", ptt: true });
+        expect(await sendAudio("audio/opus")).to.deep.include({ ptt: true });
+        const mp3 = await sendAudio("audio/mpeg");
+        expect(mp3.mimetype).to.equal("audio/mpeg");
+        expect(mp3.ptt).to.equal(undefined);
+        // Ogg without Opus (Vorbis) is not the network's voice-note format.
+        expect((await sendAudio("audio/ogg; codecs=vorbis")).ptt).to.equal(undefined);
+      } finally {
+        files.close();
+      }
+    });
+  });
+
   describe("unlinking", () => {
     it("removes the companion device on delete even when no process holds the socket", async () => {
       const { slug, id, socket } = await paired("unlink");
