@@ -10,8 +10,8 @@ import type { Connection, Message } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { newWorkspace, type Client } from "./support/actors.js";
 import { standIn } from "./support/baileys-stand-in.js";
-import { liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
-import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
+import { codeOf, pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
 
 const digits = (phone: string) => phone.replace(/\D/g, "");
@@ -21,6 +21,10 @@ interface EngineDriver {
   name: string;
   /** Creates the connection, pairs it by QR as a person does, and returns it connected. */
   pair(client: Client, slug: string, phone: string): Promise<Connection>;
+  /** Creates a connection on the engine (not paired). */
+  create(client: Client, slug: string): Promise<Connection>;
+  /** The phone of `phone` types `code` under "Link with phone number". */
+  enterCode(connection: Connection, code: string, phone: string): Promise<void>;
   /** `from` writes `body` to the linked number. */
   inbound(connection: Connection, from: string, body: string): Promise<void>;
   /** The network's copy of what the gateway wrote to `to` (its text), once it has it. */
@@ -38,6 +42,10 @@ interface EngineDriver {
 const sandboxDriver: EngineDriver = {
   name: "sandbox",
   pair: (client, slug, phone) => pairConnection(client, slug, phone),
+  create: (client, slug) => expectOk(client.connections.create({ body: { slug } })),
+  async enterCode(_connection, code, phone) {
+    expect((await sandbox("POST", "/enter-code", { code, phone })).status).to.equal(200);
+  },
   async inbound(connection, from, body) {
     const res = await sandbox("POST", "/inbound", { to: connection.phone, from, body });
     expect(res.status).to.equal(202);
@@ -62,6 +70,19 @@ const baileysDriver: EngineDriver = {
     const { connection } = await pairBaileys(client, slug, phone);
     await liveSocket(connection.id, (s) => s.user !== undefined);
     return connection;
+  },
+  async create(client, slug) {
+    // The stand-in rotates codes every second; a person takes longer, and the code they read must
+    // still be the newest when they type it.
+    standIn.world.qrIntervalMs = 30_000;
+    return createBaileysConnection(client, slug);
+  },
+  async enterCode(connection, code, phone) {
+    try {
+      expect((await liveSocket(connection.id)).enterCode(code, phone, uniqueLid())).to.equal(true);
+    } finally {
+      standIn.world.qrIntervalMs = 1_000;
+    }
   },
   async inbound(connection, from, body) {
     const lid = from.startsWith("lid:") ? from.slice(4) : null;
@@ -156,6 +177,18 @@ for (const driver of [sandboxDriver, baileysDriver]) {
       expect(got!.from).to.equal(lid);
       await sendAndWait(got!.from!, `reply to the LID ${driver.name}`);
       await waitFor(() => driver.receivedBy(connection, lid), (texts) => texts.includes(`reply to the LID ${driver.name}`));
+    });
+
+    it("pairs by code: the grant shows a code that the named phone types, and the connection reads connected with that number", async () => {
+      const codeSlug = `code-${driver.name}-${randomBytes(3).toString("hex")}`;
+      const created = await driver.create(client, codeSlug);
+      const phone = uniquePhone("+1556");
+      const grant = await expectOk(client.connections.pair({ params: { connection: codeSlug }, body: { method: "code", phone } }));
+      const { code } = codeOf(await expectOk(client.connections.qr({ params: { connection: codeSlug, grantId: grant.grant_id } })));
+      expect(code).to.match(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+      await driver.enterCode(created, code, phone);
+      const c = await waitForConnection(client, codeSlug, (x) => x.state === "connected");
+      expect(c).to.include({ phone, detail: null });
     });
 
     describe("account restriction", () => {
