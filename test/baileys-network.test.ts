@@ -15,10 +15,14 @@ import { testEnv } from "./setup.js";
 import { newWorkspace, type Client } from "./support/actors.js";
 import { standIn, type StandInSocket } from "./support/baileys-stand-in.js";
 import { baileysEngine, createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
-import { uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { qrOf, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
 import { CREDS_SAVE_ATTEMPTS } from "../server/engines/baileys/session.js";
 import { wipeSession } from "../server/engines/baileys/auth-state.js";
+import { BaileysEngine, type BaileysOptions } from "../server/engines/baileys/engine.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
 const digits = (phone: string) => phone.replace(/\D/g, "");
@@ -349,6 +353,34 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       expect(c.state).to.equal("disconnected");
       expect(standIn.socketsOf(id).slice(before).filter((s) => s.qrs.length > 0)).to.have.length(0);
       expect(standIn.socketsOf(id)).to.have.length(before);
+    });
+
+    it("pairs through the process that holds the pairing socket when pair lands on another one", async () => {
+      // QRs as slow as the network's (the holder takes the ask at its next poll, up to 5 s away).
+      standIn.world.qrIntervalMs = 5_000;
+      // A second process in this one: its own leases and spool, the same database and network.
+      const spoolDir = await mkdtemp(join(tmpdir(), "baileys-other-"));
+      const other = new BaileysEngine({ ...(baileysEngine() as unknown as { options: BaileysOptions }).options, spoolDir });
+      await other.open();
+      try {
+        const slug = slugOf("pair-elsewhere");
+        const created = await createBaileysConnection(client, slug);
+        // An earlier pair landed on the other process: it holds the pairing socket.
+        await other.startPairing({ id: created.id, callbackUrl: "" }, { method: "qr" });
+        expect(await other.leases.holderOf(created.id)).to.equal(other.leases.holder);
+        const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
+        const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
+        const socket = await liveSocket(created.id);
+        expect(socket.qrs).to.include(qr.payload);
+        expect(standIn.socketsOf(created.id).filter((s) => !s.ended)).to.have.length(1);
+        expect(await other.leases.holderOf(created.id), "still the other process's socket").to.equal(other.leases.holder);
+        const phone = uniquePhone("+1558");
+        socket.scan(phone, uniqueLid());
+        await waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone, 15_000);
+      } finally {
+        await other.close();
+        await rm(spoolDir, { recursive: true, force: true });
+      }
     });
 
     it("reconnects at once after the first restart request (515) and backs off after the next", async () => {
