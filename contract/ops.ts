@@ -83,6 +83,9 @@ export const MessageStatusEvent = z
     provider_message_id: chars(1, 200).optional(),
     status: z.enum(["sent", "delivered", "read", "failed"]),
     error: z.object({ code: chars(1, 100), message: chars(0, 1000) }).strict().optional(),
+    participant: chars(1, 40)
+      .optional()
+      .describe("A group message's receipt: the member it is from (a phone number, or `lid:<digits>`); each member's receipt is kept in the timeline"),
     timestamp: ZonedDateTime,
   })
   .strict();

@@ -155,9 +155,27 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const last = Math.max(...gm.timeline.map((t) => Date.parse(t.at)));
       const readAt = Math.ceil(last / 1000);
       await waitFor(async () => Date.now(), (t) => t > readAt * 1000 + 1500, 5_000);
-      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp", readAt);
+      const first = uniqueLid();
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${first}@lid`, "readTimestamp", readAt);
       const read = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
       expect(read.timeline.find((t) => t.status === "read")!.at).to.equal(new Date(readAt * 1000).toISOString());
+      expect(read.timeline.find((t) => t.status === "read")!.detail).to.equal(`by lid:${first}`);
+      // Every member's receipt is kept, each with its own time (a number where the LID is known).
+      const member = uniquePhone("+1559");
+      const memberLid = uniqueLid();
+      standIn.world.lidStore.set(`${memberLid}@lid`, `${digits(member)}@s.whatsapp.net`);
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "receiptTimestamp", readAt + 1);
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "readTimestamp", readAt + 2);
+      // The same receipt again (the library redelivers) is kept once.
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "readTimestamp", readAt + 2);
+      const all = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.timeline.filter((t) => t.detail === `by ${member}`).length === 2);
+      expect(all.status).to.equal("read");
+      expect(all.timeline.filter((t) => t.detail === `by ${member}`).map((t) => [t.status, t.at])).to.deep.equal([
+        ["delivered", new Date((readAt + 1) * 1000).toISOString()],
+        ["read", new Date((readAt + 2) * 1000).toISOString()],
+      ]);
+      await sleep(300);
+      expect((await expectOk(client.messages.get({ params: { id: g.id } }))).timeline.filter((t) => t.detail?.startsWith("by "))).to.have.length(3);
     });
 
     it("records view-once, associated, sticker, video-note, contact and button/list replies as what they are", async () => {

@@ -136,6 +136,7 @@ export class Session {
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
   private askingRestriction = false;
+  private ordered: Promise<void> = Promise.resolve();
   private readonly checks = new CheckThrottle();
 
   constructor(
@@ -210,7 +211,13 @@ export class Session {
     on("messages.upsert", (u) => this.onUpsert(u.messages));
     // One-to-one receipts come as messages.update (status codes); group receipts as message-receipt.update.
     on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status), networkCode: u.update.messageStubParameters?.[0] ?? undefined }))));
-    on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, ...ofReceipt(u.receipt) }))));
+    // Each member's receipt of a group message, with its own time; in the order they came (naming
+    // a member may take a lookup, and a later receipt must not overtake an earlier one).
+    on("message-receipt.update", (updates) =>
+      this.inOrder(async () =>
+        this.onStatus(await Promise.all(updates.map(async (u) => ({ key: u.key, ...ofReceipt(u.receipt), participant: u.receipt.userJid ? await this.phoneOf(u.receipt.userJid, undefined) : undefined })))),
+      ),
+    );
     on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
@@ -225,6 +232,13 @@ export class Session {
       if (this.socket !== socket) return;
       void this.giveUp("passkey_required", false).catch((err: unknown) => this.host.logger.error({ err, connection_id: this.connectionId }, "baileys passkey handling failed"));
     });
+  }
+
+  /** Runs `task` after the tasks queued before it (a failed one does not stop the next). */
+  private inOrder(task: () => Promise<void>): Promise<void> {
+    const next = this.ordered.then(task);
+    this.ordered = next.catch(() => undefined);
+    return next;
   }
 
   /**
@@ -619,11 +633,13 @@ export class Session {
       this.host.count("receipt", u.status!);
       events.push({
         type: "message.status",
-        event_id: `bly_st_${u.key.id}_${u.status}`,
+        // One per status, and per member for a group's receipts.
+        event_id: `bly_st_${u.key.id}_${u.status}${u.participant ? `_${u.participant}` : ""}`,
         message_id: messageId,
         provider_message_id: u.key.id!,
         status: u.status!,
         ...(u.status === "failed" && { error: networkError(u.networkCode) }),
+        ...(u.participant && { participant: u.participant }),
         timestamp: u.at?.toISOString() ?? now,
       });
     }
@@ -704,6 +720,8 @@ interface StatusUpdate {
   at?: Date | undefined;
   /** The network's error code of a failed message (the library's messageStubParameters[0]). */
   networkCode?: string | undefined;
+  /** A group member's receipt: the member, as reports name contacts. */
+  participant?: string | undefined;
 }
 
 type Seconds = number | { toString(): string } | null | undefined;
