@@ -234,6 +234,8 @@ export const connections = c.router(
       method: "POST",
       path: "/v1/connections/:connection/resume",
       summary: "Resume a suspended connection",
+      description:
+        "Resumes a suspended connection; or, on a connected one whose account the network restricted (`detail: account_restricted`), resumes its sending at once (the operator's call: the network may refuse again and report the restriction again). 409 from any other state.",
       pathParams: ConnectionParams,
       body: c.noBody(),
       responses: { 200: Connection, ...problems(400, 401, 403, 404, 409, 429) },

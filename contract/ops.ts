@@ -36,6 +36,23 @@ export const ConnectionStateEvent = z
   .strict();
 export type ConnectionStateEvent = z.infer<typeof ConnectionStateEvent>;
 
+/**
+ * The network restricted the account (it will not let the number start chats or send for a while),
+ * or lifted the restriction. While it holds, the connection's messages stay queued.
+ */
+export const ConnectionRestrictionEvent = z
+  .object({
+    type: z.literal("connection.restriction"),
+    event_id: EventId,
+    active: z.boolean().describe("true: restricted now; false: the restriction was lifted"),
+    until: ZonedDateTime
+      .nullable()
+      .optional()
+      .describe("With `active`: when the network says the restriction ends (sending resumes by itself then); absent or null: until it reports it lifted"),
+  })
+  .strict();
+export type ConnectionRestrictionEvent = z.infer<typeof ConnectionRestrictionEvent>;
+
 /** What the network reports of a message it carried: its id and content, inbound or written on the phone. */
 const ReportedMessage = z.object({
   event_id: EventId,
@@ -66,6 +83,9 @@ export const MessageStatusEvent = z
     provider_message_id: chars(1, 200).optional(),
     status: z.enum(["sent", "delivered", "read", "failed"]),
     error: z.object({ code: chars(1, 100), message: chars(0, 1000) }).strict().optional(),
+    participant: chars(1, 40)
+      .optional()
+      .describe("A group message's receipt: the member it is from (a phone number, or `lid:<digits>`); each member's receipt is kept in the timeline"),
     timestamp: ZonedDateTime,
   })
   .strict();
@@ -156,6 +176,7 @@ export type ConversationEvent = ReactionEvent | EditedEvent | RevokedEvent | Pol
 
 export const ProviderEvent = z.discriminatedUnion("type", [
   ConnectionStateEvent,
+  ConnectionRestrictionEvent,
   InboundMessageEvent,
   MessageStatusEvent,
   PhoneOutboundEvent,

@@ -24,6 +24,7 @@ export const WEBHOOK_EVENTS = [
   "connection.connected",
   "connection.disconnected",
   "connection.suspended",
+  "connection.restricted",
   "schedule.fired",
   "schedule.completed",
   "ai.draft.created",

@@ -15,9 +15,14 @@ import { testEnv } from "./setup.js";
 import { newWorkspace, type Client } from "./support/actors.js";
 import { standIn, type StandInSocket } from "./support/baileys-stand-in.js";
 import { baileysEngine, createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
-import { uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { qrOf, uniquePhone, waitForConnection } from "./support/sandbox.js";
 import { sleep, waitFor } from "./support/wait.js";
 import { CREDS_SAVE_ATTEMPTS } from "../server/engines/baileys/session.js";
+import { wipeSession } from "../server/engines/baileys/auth-state.js";
+import { BaileysEngine, type BaileysOptions } from "../server/engines/baileys/engine.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const slugOf = (p: string) => `${p}-${randomBytes(3).toString("hex")}`;
 const digits = (phone: string) => phone.replace(/\D/g, "");
@@ -150,9 +155,27 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const last = Math.max(...gm.timeline.map((t) => Date.parse(t.at)));
       const readAt = Math.ceil(last / 1000);
       await waitFor(async () => Date.now(), (t) => t > readAt * 1000 + 1500, 5_000);
-      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${uniqueLid()}@lid`, "readTimestamp", readAt);
+      const first = uniqueLid();
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${first}@lid`, "readTimestamp", readAt);
       const read = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.status === "read");
       expect(read.timeline.find((t) => t.status === "read")!.at).to.equal(new Date(readAt * 1000).toISOString());
+      expect(read.timeline.find((t) => t.status === "read")!.detail).to.equal(`by lid:${first}`);
+      // Every member's receipt is kept, each with its own time (a number where the LID is known).
+      const member = uniquePhone("+1559");
+      const memberLid = uniqueLid();
+      standIn.world.lidStore.set(`${memberLid}@lid`, `${digits(member)}@s.whatsapp.net`);
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "receiptTimestamp", readAt + 1);
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "readTimestamp", readAt + 2);
+      // The same receipt again (the library redelivers) is kept once.
+      socket.groupReceipt("120363000000000009@g.us", gm.provider_message_id!, `${memberLid}@lid`, "readTimestamp", readAt + 2);
+      const all = await waitFor(() => expectOk(client.messages.get({ params: { id: g.id } })), (x) => x.timeline.filter((t) => t.detail === `by ${member}`).length === 2);
+      expect(all.status).to.equal("read");
+      expect(all.timeline.filter((t) => t.detail === `by ${member}`).map((t) => [t.status, t.at])).to.deep.equal([
+        ["delivered", new Date((readAt + 1) * 1000).toISOString()],
+        ["read", new Date((readAt + 2) * 1000).toISOString()],
+      ]);
+      await sleep(300);
+      expect((await expectOk(client.messages.get({ params: { id: g.id } }))).timeline.filter((t) => t.detail?.startsWith("by "))).to.have.length(3);
     });
 
     it("records view-once, associated, sticker, video-note, contact and button/list replies as what they are", async () => {
@@ -212,6 +235,35 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("account restriction", () => {
+    it("learns a restriction set while no socket was open when the next one opens", async () => {
+      const { slug, socket, phone } = await paired("restricted-offline");
+      expect(socket.calls.some((c) => c.method === "fetchAccountReachoutTimelock")).to.equal(true);
+      // Restricted while the socket was down: nothing announced it, the network answers when asked.
+      standIn.world.restrictions.set(digits(phone), { isActive: true });
+      socket.close(428);
+      const c = await waitForConnection(client, slug, (x) => x.detail === "account_restricted", 15_000);
+      expect(c.state).to.equal("connected");
+    });
+
+    it("asks the network for the account's standing after a 463 ack, and pauses sending when it is restricted", async () => {
+      const { slug, socket, phone } = await paired("restricted-463");
+      const to = uniquePhone("+1559");
+      const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body: "refused" } }));
+      const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.provider_message_id !== null && x.status === "submitted");
+      const asked = socket.calls.filter((c) => c.method === "fetchAccountReachoutTimelock").length;
+      standIn.world.restrictions.set(digits(phone), { isActive: true, timeEnforcementEnds: new Date(Date.now() + 3_600_000) });
+      socket.receipt(`${digits(to)}@s.whatsapp.net`, m.provider_message_id!, 0, 463);
+      const failed = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "failed");
+      expect(failed.error!.code).to.equal("network_463");
+      expect(socket.calls.filter((c) => c.method === "fetchAccountReachoutTimelock").length).to.equal(asked + 1);
+      await waitForConnection(client, slug, (x) => x.detail === "account_restricted");
+      const held = await expectOk(client.messages.send({ body: { connection: slug, to, body: "held" } }));
+      await sleep(1_500);
+      expect((await expectOk(client.messages.get({ params: { id: held.id } }))).status).to.equal("queued");
+    });
+  });
+
   describe("outbound documents", () => {
     it("keeps a document's name and extension: the given one, the URL's, or one from the mimetype; the given mimetype wins", async () => {
       const { slug, socket } = await paired("documents");
@@ -228,6 +280,32 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
         expect((await sendDoc({ url: `${base}/files/report.pdf` })).fileName).to.equal("report.pdf");
         expect((await sendDoc({ url: `${base}/download?id=7` })).fileName).to.equal("download.pdf");
         expect(await sendDoc({ url: `${base}/x`, filename: "Offer 2026.pdf", mimetype: "application/x-pdf" })).to.deep.include({ fileName: "Offer 2026.pdf", mimetype: "application/x-pdf" });
+      } finally {
+        files.close();
+      }
+    });
+  });
+
+  describe("outbound audio", () => {
+    it("sends Opus-in-Ogg audio as a voice note (ptt) and other audio as a file, with the given mimetype over the origin's", async () => {
+      const { slug, socket } = await paired("audio");
+      const files = createServer((_req, res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from("OggS")));
+      await new Promise<void>((r) => files.listen(0, "127.0.0.1", r));
+      const base = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+      try {
+        const sendAudio = async (mimetype: string) => {
+          const sent = await expectOk(client.messages.send({ body: { connection: slug, to: uniquePhone("+1559"), media: { url: `${base}/a`, kind: "audio", mimetype } } }));
+          const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
+          const call = socket.calls.find((c) => c.method === "sendMessage" && (c.args[2] as { messageId?: string }).messageId === m.provider_message_id);
+          return call!.args[1] as { mimetype: string; ptt?: boolean };
+        };
+        expect(await sendAudio("audio/ogg; codecs=opus")).to.deep.include({ mimetype: "audio/ogg; codecs=opus", ptt: true });
+        expect(await sendAudio("audio/opus")).to.deep.include({ ptt: true });
+        const mp3 = await sendAudio("audio/mpeg");
+        expect(mp3.mimetype).to.equal("audio/mpeg");
+        expect(mp3.ptt).to.equal(undefined);
+        // Ogg without Opus (Vorbis) is not the network's voice-note format.
+        expect((await sendAudio("audio/ogg; codecs=vorbis")).ptt).to.equal(undefined);
       } finally {
         files.close();
       }
@@ -280,6 +358,47 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const back = await waitForConnection(client, slug, (x) => x.state === "connected");
       expect(back.detail).to.equal(null);
       expect(standIn.live(id)!.qrs).to.have.length(0);
+    });
+
+    it("opens no QR socket for a connection that still reads connected but has no linked device; it reads disconnected", async () => {
+      const { slug, id } = await paired("no-qr-socket");
+      // Another process unlinked it and its report is not applied yet: the connection reads
+      // connected, nobody holds it, and its auth state is gone.
+      await baileysEngine().stop({ id, callbackUrl: "" });
+      await wipeSession(testEnv().gateway.ctx.db, id);
+      const before = standIn.socketsOf(id).length;
+      const c = await waitForConnection(client, slug, (x) => x.state !== "connected", 20_000);
+      expect(c.state).to.equal("disconnected");
+      expect(standIn.socketsOf(id).slice(before).filter((s) => s.qrs.length > 0)).to.have.length(0);
+      expect(standIn.socketsOf(id)).to.have.length(before);
+    });
+
+    it("pairs through the process that holds the pairing socket when pair lands on another one", async () => {
+      // QRs as slow as the network's (the holder takes the ask at its next poll, up to 5 s away).
+      standIn.world.qrIntervalMs = 5_000;
+      // A second process in this one: its own leases and spool, the same database and network.
+      const spoolDir = await mkdtemp(join(tmpdir(), "baileys-other-"));
+      const other = new BaileysEngine({ ...(baileysEngine() as unknown as { options: BaileysOptions }).options, spoolDir });
+      await other.open();
+      try {
+        const slug = slugOf("pair-elsewhere");
+        const created = await createBaileysConnection(client, slug);
+        // An earlier pair landed on the other process: it holds the pairing socket.
+        await other.startPairing({ id: created.id, callbackUrl: "" }, { method: "qr" });
+        expect(await other.leases.holderOf(created.id)).to.equal(other.leases.holder);
+        const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
+        const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
+        const socket = await liveSocket(created.id);
+        expect(socket.qrs).to.include(qr.payload);
+        expect(standIn.socketsOf(created.id).filter((s) => !s.ended)).to.have.length(1);
+        expect(await other.leases.holderOf(created.id), "still the other process's socket").to.equal(other.leases.holder);
+        const phone = uniquePhone("+1558");
+        socket.scan(phone, uniqueLid());
+        await waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone, 15_000);
+      } finally {
+        await other.close();
+        await rm(spoolDir, { recursive: true, force: true });
+      }
     });
 
     it("reconnects at once after the first restart request (515) and backs off after the next", async () => {

@@ -10,9 +10,9 @@ import type { Connection, Message } from "../contract/index.js";
 import { expectOk } from "../sdk/src/index.js";
 import { newWorkspace, type Client } from "./support/actors.js";
 import { standIn } from "./support/baileys-stand-in.js";
-import { liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
-import { pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
-import { waitFor } from "./support/wait.js";
+import { createBaileysConnection, liveSocket, pairBaileys, uniqueLid } from "./support/baileys.js";
+import { codeOf, pairConnection, sandbox, uniquePhone, waitForConnection } from "./support/sandbox.js";
+import { sleep, waitFor } from "./support/wait.js";
 
 const digits = (phone: string) => phone.replace(/\D/g, "");
 
@@ -21,6 +21,10 @@ interface EngineDriver {
   name: string;
   /** Creates the connection, pairs it by QR as a person does, and returns it connected. */
   pair(client: Client, slug: string, phone: string): Promise<Connection>;
+  /** Creates a connection on the engine (not paired). */
+  create(client: Client, slug: string): Promise<Connection>;
+  /** The phone of `phone` types `code` under "Link with phone number". */
+  enterCode(connection: Connection, code: string, phone: string): Promise<void>;
   /** `from` writes `body` to the linked number. */
   inbound(connection: Connection, from: string, body: string): Promise<void>;
   /** The network's copy of what the gateway wrote to `to` (its text), once it has it. */
@@ -31,11 +35,17 @@ interface EngineDriver {
   lidAddress(): string;
   /** The network refuses the client version: null when the engine has none to refuse. */
   refuseVersion: ((connection: Connection) => Promise<() => void>) | null;
+  /** The network restricts the linked account (until `until`, or until lifted), or lifts the restriction. */
+  restrict(connection: Connection, active: boolean, until?: Date): Promise<void>;
 }
 
 const sandboxDriver: EngineDriver = {
   name: "sandbox",
   pair: (client, slug, phone) => pairConnection(client, slug, phone),
+  create: (client, slug) => expectOk(client.connections.create({ body: { slug } })),
+  async enterCode(_connection, code, phone) {
+    expect((await sandbox("POST", "/enter-code", { code, phone })).status).to.equal(200);
+  },
   async inbound(connection, from, body) {
     const res = await sandbox("POST", "/inbound", { to: connection.phone, from, body });
     expect(res.status).to.equal(202);
@@ -48,6 +58,10 @@ const sandboxDriver: EngineDriver = {
   async acknowledge() {},
   lidAddress: () => `lid:${uniqueLid()}`,
   refuseVersion: null,
+  async restrict(connection, active, until) {
+    const res = await sandbox("POST", "/restrict", { phone: connection.phone, active, ...(until && { until: until.toISOString() }) });
+    expect(res.status).to.equal(200);
+  },
 };
 
 const baileysDriver: EngineDriver = {
@@ -56,6 +70,19 @@ const baileysDriver: EngineDriver = {
     const { connection } = await pairBaileys(client, slug, phone);
     await liveSocket(connection.id, (s) => s.user !== undefined);
     return connection;
+  },
+  async create(client, slug) {
+    // The stand-in rotates codes every second; a person takes longer, and the code they read must
+    // still be the newest when they type it.
+    standIn.world.qrIntervalMs = 30_000;
+    return createBaileysConnection(client, slug);
+  },
+  async enterCode(connection, code, phone) {
+    try {
+      expect((await liveSocket(connection.id)).enterCode(code, phone, uniqueLid())).to.equal(true);
+    } finally {
+      standIn.world.qrIntervalMs = 1_000;
+    }
   },
   async inbound(connection, from, body) {
     const lid = from.startsWith("lid:") ? from.slice(4) : null;
@@ -89,6 +116,9 @@ const baileysDriver: EngineDriver = {
       standIn.world.publishedVersion = [2, 3000, 1];
     };
   },
+  async restrict(connection, active, until) {
+    standIn.live(connection.id)!.restrict(active, until);
+  },
 };
 
 for (const driver of [sandboxDriver, baileysDriver]) {
@@ -97,9 +127,10 @@ for (const driver of [sandboxDriver, baileysDriver]) {
     let client: Client;
     let connection: Connection;
     let slug: string;
+    let ws: Awaited<ReturnType<typeof newWorkspace>>;
 
     before(async () => {
-      const ws = await newWorkspace();
+      ws = await newWorkspace();
       client = (await ws.key(["messages:read", "messages:write", "connections:read", "connections:write"])).client;
       slug = `contract-${driver.name}-${randomBytes(3).toString("hex")}`;
       const phone = uniquePhone("+1556");
@@ -148,15 +179,92 @@ for (const driver of [sandboxDriver, baileysDriver]) {
       await waitFor(() => driver.receivedBy(connection, lid), (texts) => texts.includes(`reply to the LID ${driver.name}`));
     });
 
-    it("never reads connected while the network refuses the client version", async function () {
-      if (!driver.refuseVersion) return this.skip(); // the sandbox has no client version to refuse
-      const restore = await driver.refuseVersion(connection);
-      try {
-        const c = await waitForConnection(client, slug, (x) => x.state !== "connected");
-        expect(c).to.include({ state: "disconnected", detail: "client_version_refused" });
-      } finally {
-        restore();
-      }
+    it("pairs by code: the grant shows a code that the named phone types, and the connection reads connected with that number", async () => {
+      const codeSlug = `code-${driver.name}-${randomBytes(3).toString("hex")}`;
+      const created = await driver.create(client, codeSlug);
+      const phone = uniquePhone("+1556");
+      const grant = await expectOk(client.connections.pair({ params: { connection: codeSlug }, body: { method: "code", phone } }));
+      const { code } = codeOf(await expectOk(client.connections.qr({ params: { connection: codeSlug, grantId: grant.grant_id } })));
+      expect(code).to.match(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+      await driver.enterCode(created, code, phone);
+      const c = await waitForConnection(client, codeSlug, (x) => x.state === "connected");
+      expect(c).to.include({ phone, detail: null });
+    });
+
+    describe("account restriction", () => {
+      let events: Client;
+      before(async () => {
+        events = (await ws.key(["webhooks:read"])).client;
+      });
+
+      /** What the network got for `to` and the message's status, after `ms` of a restriction. */
+      const heldFor = async (to: string, body: string, ms: number) => {
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body } }));
+        await sleep(ms);
+        return { id: sent.id, message: await expectOk(client.messages.get({ params: { id: sent.id } })), network: await driver.receivedBy(connection, to) };
+      };
+      const released = (id: string) => waitFor(() => expectOk(client.messages.get({ params: { id } })), (m) => m.provider_message_id !== null, 20_000);
+
+      it("pauses sending while the network restricts the account (queued, not failed), with connection.restricted and the detail, until it lifts", async () => {
+        await driver.restrict(connection, true);
+        const c = await waitForConnection(client, slug, (x) => x.detail === "account_restricted");
+        expect(c.state).to.equal("connected");
+        const recorded = await waitFor(
+          async () => (await expectOk(events.events.list({ query: { limit: 100 } }))).data.filter((e) => e.type === "connection.restricted"),
+          (e) => e.length > 0,
+        );
+        expect(recorded).to.have.length(1);
+        expect(recorded[0]!.data).to.include({ slug, state: "connected", detail: "account_restricted" });
+
+        const to = uniquePhone("+1556");
+        const held = await heldFor(to, `held ${driver.name}`, 2_500);
+        expect(held.message).to.include({ status: "queued", provider_message_id: null });
+        expect(held.network).to.not.include(`held ${driver.name}`);
+
+        await driver.restrict(connection, false);
+        await released(held.id);
+        await waitFor(() => driver.receivedBy(connection, to), (texts) => texts.includes(`held ${driver.name}`));
+        expect((await expectOk(client.connections.get({ params: { connection: slug } }))).detail).to.equal(null);
+      });
+
+      it("resumes by itself when the restriction's end the network gave has passed", async () => {
+        await driver.restrict(connection, true, new Date(Date.now() + 4_000));
+        await waitForConnection(client, slug, (x) => x.detail === "account_restricted");
+        const to = uniquePhone("+1556");
+        const held = await heldFor(to, `until ${driver.name}`, 1_000);
+        expect(held.message.status).to.equal("queued");
+        await released(held.id);
+        await waitFor(() => driver.receivedBy(connection, to), (texts) => texts.includes(`until ${driver.name}`));
+      });
+
+      it("resumes when an operator resumes the connection's sending", async () => {
+        await driver.restrict(connection, true);
+        await waitForConnection(client, slug, (x) => x.detail === "account_restricted");
+        const to = uniquePhone("+1556");
+        const held = await heldFor(to, `resumed ${driver.name}`, 1_000);
+        expect(held.message.status).to.equal("queued");
+        const resumed = await expectOk(client.connections.resume({ params: { connection: slug } }));
+        expect(resumed).to.include({ state: "connected", detail: null });
+        await released(held.id);
+        await waitFor(() => driver.receivedBy(connection, to), (texts) => texts.includes(`resumed ${driver.name}`));
+        // Resuming a connection that is connected and not restricted is still refused.
+        const again = await client.connections.resume({ params: { connection: slug } });
+        expect(again.status).to.equal(409);
+      });
+    });
+
+    // Last: it leaves the connection disconnected.
+    describe("client version", () => {
+      it("never reads connected while the network refuses the client version", async function () {
+        if (!driver.refuseVersion) return this.skip(); // the sandbox has no client version to refuse
+        const restore = await driver.refuseVersion(connection);
+        try {
+          const c = await waitForConnection(client, slug, (x) => x.state !== "connected");
+          expect(c).to.include({ state: "disconnected", detail: "client_version_refused" });
+        } finally {
+          restore();
+        }
+      });
     });
   });
 }

@@ -34,6 +34,7 @@ export interface WebhookEventDataMap {
   "connection.connected": Connection;
   "connection.disconnected": Connection;
   "connection.suspended": Connection;
+  "connection.restricted": Connection;
   "schedule.fired": ScheduleFiredData;
   "schedule.completed": ScheduleCompletedData;
   "ai.draft.created": AiDraftCreatedData;

@@ -20,6 +20,9 @@ export class Connection {
   @Column({ type: "bytea", name: "callback_token_digest" }) callbackTokenDigest!: Buffer;
   /** The proxy its engine's socket goes through (it may carry a password): sealed; null for none. */
   @Column({ type: "text", name: "proxy_url_sealed", nullable: true }) proxyUrlSealed!: string | null;
+  /** The network restricted the account: its sending pauses (states.ts, restrictionHolds) until lifted, `restrictedUntil` or a resume. */
+  @Column({ type: "boolean", default: false }) restricted!: boolean;
+  @Column({ type: "timestamptz", name: "restricted_until", nullable: true }) restrictedUntil!: Date | null;
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
   @Column({ type: "timestamptz", name: "updated_at", default: () => "now()" }) updatedAt!: Date;
   @Column({ type: "timestamptz", name: "deleted_at", nullable: true }) deletedAt!: Date | null;
@@ -52,6 +55,8 @@ export function connectionFromRow(r: Record<string, unknown>): Partial<Connectio
     callbackNonce: r.callback_nonce as string,
     callbackTokenDigest: r.callback_token_digest as Buffer,
     proxyUrlSealed: (r.proxy_url_sealed as string | null | undefined) ?? null,
+    restricted: (r.restricted as boolean | undefined) ?? false,
+    restrictedUntil: (r.restricted_until as Date | null | undefined) ?? null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     deletedAt: r.deleted_at as Date | null,

@@ -19,7 +19,7 @@ import type { Logger } from "../logger.js";
 import { decrypt, encrypt } from "../secrets.js";
 import { callbackToken, callbackTokenDigest, callbackUrl, newCallbackNonce } from "./callback-token.js";
 import { Connection, PairingGrant } from "./entities.js";
-import { allowedFrom, eventForChange, nextState, type ConnectionAction } from "./states.js";
+import { ACCOUNT_RESTRICTED, allowedFrom, eventForChange, nextState, restrictionHolds, type ConnectionAction } from "./states.js";
 
 /** Pairing grants live 60 seconds (docs/engines.md). */
 export const PAIRING_GRANT_TTL_MS = 60_000;
@@ -45,7 +45,8 @@ export function connectionView(c: Connection): ConnectionView {
     name: c.name,
     state: c.state,
     phone: c.phone,
-    detail: c.detail ?? null,
+    // A restriction leaves the connection connected: its detail says why nothing is sent.
+    detail: c.detail ?? (restrictionHolds(c) ? ACCOUNT_RESTRICTED : null),
     transport: c.transport,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
@@ -106,6 +107,8 @@ export class ConnectionService {
           linked: false,
           phone: null,
           detail: null,
+          restricted: false,
+          restrictedUntil: null,
           transport: this.config.transport,
           callbackNonce: nonce,
           callbackTokenDigest: callbackTokenDigest(token),
@@ -259,10 +262,20 @@ export class ConnectionService {
     return suspended;
   }
 
+  /**
+   * Resumes a suspended connection, or the sending of a connected one the network restricted (the
+   * operator's call: the network may refuse again, and then reports the restriction again).
+   */
   async resume(principal: Principal, slug: string): Promise<Connection> {
-    const resumed = await this.db.transaction(async (em) => this.transition(em, await this.get(principal, slug, em, true), "resume"));
+    const { resumed, sendingOnly } = await this.db.transaction(async (em) => {
+      const connection = await this.get(principal, slug, em, true);
+      if (connection.restricted) await em.update(Connection, { id: connection.id }, { restricted: false, restrictedUntil: null, updatedAt: new Date() });
+      const lifted = { ...connection, restricted: false, restrictedUntil: null };
+      if (connection.state === "connected" && restrictionHolds(connection)) return { resumed: lifted, sendingOnly: true };
+      return { resumed: await this.transition(em, lifted, "resume"), sendingOnly: false };
+    });
     const engine = this.engines.get(resumed.transport);
-    if (engine) await this.bestEffort("start", resumed, (c) => engine.start(c));
+    if (engine && !sendingOnly) await this.bestEffort("start", resumed, (c) => engine.start(c));
     return resumed;
   }
 

@@ -1,7 +1,7 @@
 // The connection lifecycle (docs/engines.md), as data. Every state change of a connection, whether a
 // user asked for it or the engine reported it, goes through `nextState()`.
 import type { WebhookEvent } from "../../contract/index.js";
-import type { StoredConnectionState } from "./entities.js";
+import type { Connection, StoredConnectionState } from "./entities.js";
 
 /** What can happen to a connection: user operations, and the engine's reports (link, unlink). */
 export type ConnectionAction = "pair" | "link" | "unlink" | "suspend" | "resume" | "delete" | "move";
@@ -43,4 +43,20 @@ const EVENTS: Partial<Record<StoredConnectionState, WebhookEvent>> = {
 /** The webhook event of entering `to` from `from`, if that change is one subscribers can follow. */
 export function eventForChange(from: StoredConnectionState, to: StoredConnectionState): WebhookEvent | null {
   return from === to ? null : (EVENTS[to] ?? null);
+}
+
+/** The `detail` of a connection whose account the network restricted (docs/engines.md). */
+export const ACCOUNT_RESTRICTED = "account_restricted";
+
+/**
+ * Whether a network restriction still pauses the connection's sending: reported and not lifted,
+ * and not past the end the network gave. The dispatcher's claim says the same in SQL
+ * (`restrictionHoldsSql`).
+ */
+export function restrictionHolds(c: Pick<Connection, "restricted" | "restrictedUntil">, now = new Date()): boolean {
+  return c.restricted && (c.restrictedUntil === null || c.restrictedUntil > now);
+}
+
+export function restrictionHoldsSql(alias: string): string {
+  return `(${alias}.restricted AND (${alias}.restricted_until IS NULL OR ${alias}.restricted_until > now()))`;
 }

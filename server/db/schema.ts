@@ -28,6 +28,7 @@ import { DispatchPace1732261200000 } from "./migrations/1732261200000-dispatch-p
 import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-checks.js";
 import { JobOutbox1732261400000 } from "./migrations/1732261400000-job-outbox.js";
 import { Groups1732261500000 } from "./migrations/1732261500000-groups.js";
+import { ConnectionRestriction1732261600000 } from "./migrations/1732261600000-connection-restriction.js";
 
 export const ENTITIES = [
   Plan,
@@ -64,4 +65,5 @@ export const MIGRATIONS = [
   NumberChecks1732261300000,
   JobOutbox1732261400000,
   Groups1732261500000,
+  ConnectionRestriction1732261600000,
 ];

@@ -6,6 +6,7 @@ import type { DataSource } from "typeorm";
 import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
 import { engineConnectionFor } from "../connections/service.js";
+import { restrictionHoldsSql } from "../connections/states.js";
 import { EngineError, type EngineRegistry, type Pace } from "../engines/engine.js";
 import { backoffMs } from "../backoff.js";
 import { isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
@@ -114,6 +115,8 @@ export class MessageDispatcher {
                 SELECT message_id FROM dispatch_queue
                  WHERE available_at <= now() AND (locked_until IS NULL OR locked_until < now())
                    AND connection_id <> ALL($3::text[])
+                   -- An account the network restricted sends nothing: its messages stay queued.
+                   AND NOT EXISTS (SELECT 1 FROM connections r WHERE r.id = dispatch_queue.connection_id AND ${restrictionHoldsSql("r")})
                  ORDER BY available_at, message_id
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED)

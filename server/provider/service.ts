@@ -3,10 +3,12 @@
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
 // report that failed half-way leaves no dedupe row and is applied in full when retried.
 import type { DataSource, EntityManager } from "typeorm";
-import type { ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
+import type { ConnectionRestrictionEvent, ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
 import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
-import { moveConnection } from "../connections/service.js";
+import { connectionView, moveConnection } from "../connections/service.js";
+import { restrictionHolds } from "../connections/states.js";
+import { recordEvent } from "../events/record.js";
 import { rows } from "../db/rows.js";
 import { applyGroup, applyParticipants } from "../groups/cache.js";
 import { ApiError } from "../http/errors.js";
@@ -47,7 +49,7 @@ export class ProviderCallbackService {
       // One round trip: the connection and the dedupe rows. State reports lock the connection so
       // that they and user operations on it apply one at a time. Message reports only read it:
       // a lock there would queue every report of a number behind the others.
-      const locks = events.some((e) => e.type === "connection.state");
+      const locks = events.some((e) => e.type === "connection.state" || e.type === "connection.restriction");
       const [found] = await rows<Record<string, unknown> & { fresh: string[] }>(
         em,
         `WITH c AS (
@@ -71,6 +73,7 @@ export class ProviderCallbackService {
         if (!fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
+        else if (event.type === "connection.restriction") accepted = (await this.restriction(em, connection, event)) || accepted;
         else if (event.type === "group.metadata" || event.type === "group.participants") accepted = (await this.group(em, connection, event)) || accepted;
         else if (isConversationEvent(event)) accepted = (await applyConversationEvent(em, connection, event)) || accepted;
         else accepted = (await (event.type === "connection.state" ? this.connectionState(em, connection, event) : this.inbound(em, connection, event))).accepted || accepted;
@@ -89,6 +92,24 @@ export class ProviderCallbackService {
       await moveConnection(em, connection, "unlink", { linked: event.still_linked ?? false, ...(event.detail && { detail: event.detail }) });
     }
     return { accepted: true };
+  }
+
+  /**
+   * The network restricted the account, or lifted the restriction. The connection stays in its
+   * state; while the restriction holds its messages stay queued (the dispatcher does not claim
+   * them) and `connection.restricted` tells subscribers, once per restriction reported.
+   */
+  private async restriction(em: EntityManager, connection: Connection, event: ConnectionRestrictionEvent): Promise<boolean> {
+    if (connection.state === "deleted") return false;
+    const until = event.active && event.until ? new Date(event.until) : null;
+    const was = restrictionHolds(connection);
+    const now = new Date();
+    Object.assign(connection, { restricted: event.active, restrictedUntil: until, updatedAt: now });
+    await em.update(Connection, { id: connection.id }, { restricted: event.active, restrictedUntil: until, updatedAt: now });
+    if (!was && restrictionHolds(connection)) {
+      await recordEvent(em, { workspaceId: connection.workspaceId, type: "connection.restricted", connection: { id: connection.id, slug: connection.slug }, data: connectionView(connection) });
+    }
+    return true;
   }
 
   /** A group's metadata or participants changed (server/groups/cache.ts). */

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { Readable } from "node:stream";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { AnyMessageContent, GroupMetadata, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
+import type { AnyMessageContent, GroupMetadata, ReachoutTimelockState, MiscMessageGenerationOptions, WAMessage, WAMessageKey, WAPresence, WAVersion, proto } from "@whiskeysockets/baileys";
 import type { EngineSocket, SocketFactory, SocketOptions, VersionSource } from "../../server/engines/baileys/socket.js";
 import type { BinaryNode, ParticipantAction } from "@whiskeysockets/baileys";
 
@@ -32,7 +32,7 @@ type GroupCall =
   | "groupRevokeInvite";
 
 export interface Call {
-  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode" | GroupCall;
+  method: "sendMessage" | "onWhatsApp" | "groupMetadata" | "logout" | "end" | "readMessages" | "sendPresenceUpdate" | "downloadMedia" | "requestPairingCode" | "fetchAccountReachoutTimelock" | GroupCall;
   args: unknown[];
 }
 
@@ -51,6 +51,8 @@ interface World {
   lidStore: Map<string, string>;
   /** The bytes the network's media server holds, by the network id of their message; absent: gone (410). */
   media: Map<string, Buffer>;
+  /** Accounts the network restricted ("reachout timelock"), by the number's digits. */
+  restrictions: Map<string, ReachoutTimelockState>;
   /** The network's groups made or played here (groups the tests never made answer as "stand-in group"). */
   groups: Map<string, StandInGroup>;
   /** How a number answers being added to a group, by its JID: its privacy setting (403, with an invitation) or a recent leave (408). */
@@ -82,6 +84,7 @@ const world: World = (holder.__baileysStandIn ??= {
   media: new Map(),
   groups: new Map(),
   groupAdd: new Map(),
+  restrictions: new Map(),
 });
 
 /** The version source of the network the stand-in plays (BAILEYS_SOCKET_MODULE's fetchVersion). */
@@ -191,9 +194,33 @@ export class StandInSocket implements EngineSocket {
     this.ws.emit("CB:notification", node);
   }
 
+  /**
+   * The network restricts this socket's account, or lifts it: its notification
+   * (NotificationUserReachoutTimelockUpdate) as the library passes it on, a connection.update with
+   * reachoutTimeLock; the account's standing is kept for fetchAccountReachoutTimelock.
+   */
+  restrict(active: boolean, timeEnforcementEnds?: Date): void {
+    const lock: ReachoutTimelockState = active ? { isActive: true, ...(timeEnforcementEnds && { timeEnforcementEnds }), enforcementType: "BIZ_QUALITY" as never } : { isActive: false, enforcementType: "DEFAULT" as never };
+    world.restrictions.set(this.digits(), lock);
+    this.emit("connection.update", { reachoutTimeLock: lock });
+  }
+
+  private digits(): string {
+    return (this.user?.id ?? this.options.auth.creds.me?.id ?? "").split(/[:@]/)[0]!;
+  }
+
+  async fetchAccountReachoutTimelock(): Promise<ReachoutTimelockState> {
+    this.calls.push({ method: "fetchAccountReachoutTimelock", args: [] });
+    const lock = world.restrictions.get(this.digits()) ?? { isActive: false, enforcementType: "DEFAULT" as never };
+    this.emit("connection.update", { reachoutTimeLock: lock });
+    return lock;
+  }
+
   /** A one-to-one receipt as the library reports it: a `messages.update` with the status code (3 delivered, 4 read). */
   receipt(jid: string, id: string, status: 2 | 3 | 4 | 0, errorCode?: number): void {
-    this.emit("messages.update", [{ key: { remoteJid: jid, id, fromMe: true }, update: { status, ...(errorCode !== undefined && { messageStubParameters: [String(errorCode)] }) } }]);
+    // The library adds its restriction text to a 463 ack's parameters (messages-recv.js, handleBadAck).
+    const parameters = errorCode === 463 ? ["463", "Your account has been restricted"] : errorCode !== undefined ? [String(errorCode)] : undefined;
+    this.emit("messages.update", [{ key: { remoteJid: jid, id, fromMe: true }, update: { status, ...(parameters && { messageStubParameters: parameters }) } }]);
   }
 
   /** A group receipt: `message-receipt.update`, one per participant. */

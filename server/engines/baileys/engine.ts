@@ -13,7 +13,7 @@ import { Connection } from "../../connections/entities.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
 import type { ProviderCallbackService } from "../../provider/service.js";
-import { decrypt } from "../../secrets.js";
+import { decrypt, randomToken } from "../../secrets.js";
 import type { UrlCheckOptions } from "../../outbound/address-policy.js";
 import { EngineError, type Engine, type EngineConnection, type MediaDownload, type MessageRef, type NumberCheck, type OutboundMessage, type Pace, type PairingRequest } from "../engine.js";
 import { editContent, reactionContent, revokeContent } from "./conversations.js";
@@ -32,6 +32,8 @@ export const BAILEYS_ENGINE = "baileys";
 const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
+/** How often a pair made on a process that does not hold the socket looks for the holder's answer. */
+const PAIR_ELSEWHERE_POLL_MS = 250;
 /** How long an unlink waits for a socket opened only to unlink. */
 const UNLINK_OPEN_TIMEOUT_MS = 8_000;
 /** A refused client version is fetched again at most this often. */
@@ -232,6 +234,7 @@ export class BaileysEngine implements Engine {
           if (!this.sessions.has(id) && (await this.leases.acquire(id))) await this.take(id);
         }
         this.relay.drain(this.sessions);
+        await this.answerPairingAsks();
       }
     } catch (err) {
       this.options.logger.error({ err }, "baileys lease poll failed");
@@ -245,8 +248,8 @@ export class BaileysEngine implements Engine {
     this.schedulePoll();
   }
 
-  private async take(connectionId: string, pairingPhone: string | null = null): Promise<Session> {
-    const session = new Session(this.host, connectionId, pairingPhone);
+  private async take(connectionId: string, pairing: Session["pairing"] = null): Promise<Session> {
+    const session = new Session(this.host, connectionId, pairing);
     this.sessions.set(connectionId, session);
     await session.connect().catch((err: unknown) => {
       this.options.logger.error({ err, connection_id: connectionId }, "baileys socket could not be opened");
@@ -266,19 +269,18 @@ export class BaileysEngine implements Engine {
   async startPairing(connection: EngineConnection, request: PairingRequest): Promise<{ payload: string }> {
     const pairingPhone = request.method === "code" ? request.phone : null;
     const existing = this.sessions.get(connection.id);
-    if (existing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
+    if (existing?.pairing && !existing.isOpen && existing.pairingPhone === pairingPhone) {
       const qr = await existing.nextQr(FIRST_QR_TIMEOUT_MS);
       if (qr) return { payload: qr };
     }
-    if (!(await this.leases.acquire(connection.id))) {
-      throw new EngineError("another gateway process holds this connection's session; try again shortly", false, "connection_elsewhere");
-    }
+    // Another process holds the socket (often the pairing socket of an earlier pair): it pairs.
+    if (!(await this.leases.acquire(connection.id))) return { payload: await this.pairElsewhere(connection.id, pairingPhone) };
     if (existing) {
       this.sessions.delete(connection.id);
       await existing.end();
     }
     await wipeSession(this.options.db, connection.id);
-    const session = await this.take(connection.id, pairingPhone);
+    const session = await this.take(connection.id, { phone: pairingPhone });
     const qr = await session.nextQr(FIRST_QR_TIMEOUT_MS);
     if (!qr) {
       if (this.sessions.get(connection.id) === session) this.sessions.delete(connection.id);
@@ -291,6 +293,38 @@ export class BaileysEngine implements Engine {
       throw new EngineError("the network did not offer a pairing code", false, "transport_unavailable");
     }
     return { payload: qr };
+  }
+
+  /**
+   * Pairing through the process that holds the connection's socket: asked through its lease row,
+   * taken up at its next poll, answered with the payload its socket shows.
+   */
+  private async pairElsewhere(connectionId: string, phone: string | null): Promise<string> {
+    const id = randomToken(12);
+    if (!(await this.leases.askPairing(connectionId, { id, phone }))) {
+      throw new EngineError("another gateway process was handing this connection's session over; try again shortly", false, "connection_elsewhere");
+    }
+    const deadline = Date.now() + (this.options.leaseSeconds * 1000) / 4 + FIRST_QR_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      const answer = await this.leases.pairingAnswer(connectionId, id);
+      if (answer === "failed") throw new EngineError("the network did not offer a pairing code to the process holding this connection's session", false, "transport_unavailable");
+      if (answer) return decrypt(this.options.secretKey, answer.sealed);
+      await new Promise((r) => setTimeout(r, PAIR_ELSEWHERE_POLL_MS));
+    }
+    throw new EngineError("the gateway process holding this connection's session did not answer in time; try again shortly", false, "connection_elsewhere");
+  }
+
+  /** Pairings other processes asked of this one (pairElsewhere): started here, answered through the lease row. */
+  private async answerPairingAsks(): Promise<void> {
+    for (const { connectionId, request } of await this.leases.pairingAsks()) {
+      const pairing = request.phone ? { method: "code" as const, phone: request.phone } : { method: "qr" as const };
+      void this.startPairing({ id: connectionId, callbackUrl: "" }, pairing)
+        .then(() => this.leases.answerPairing(connectionId, request.id, true))
+        .catch(async (err: unknown) => {
+          this.options.logger.warn({ err, connection_id: connectionId }, "baileys pairing asked by another process failed");
+          await this.leases.answerPairing(connectionId, request.id, false).catch(() => undefined);
+        });
+    }
   }
 
   /** The QR the pairing socket shows now, on whichever process holds it. */

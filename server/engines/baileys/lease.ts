@@ -15,6 +15,12 @@ import { randomToken } from "../../secrets.js";
  */
 const DROPPED_STATES = ["suspended", "deleted"];
 
+/** A pairing asked of the holder by another process: `phone` for a code, null for a QR. */
+export interface PairingAsk {
+  id: string;
+  phone: string | null;
+}
+
 export class Leases {
   /** This process, as written in the rows it holds. */
   readonly holder = `${hostname()}:${process.pid}:${randomToken(6)}`;
@@ -98,6 +104,43 @@ export class Leases {
   async qr(connectionId: string): Promise<string | null> {
     const [row] = await rows<{ qr_sealed: string | null }>(this.db, `SELECT qr_sealed FROM baileys_leases WHERE connection_id = $1 AND expires_at > now()`, [connectionId]);
     return row?.qr_sealed ?? null;
+  }
+
+  /**
+   * Asks the live holder of a connection's socket to start pairing (a fresh QR, or a code for
+   * `phone`); false when nobody holds it. The holder takes the request at its next poll.
+   */
+  async askPairing(connectionId: string, request: PairingAsk): Promise<boolean> {
+    const asked = await rows(
+      this.db,
+      `UPDATE baileys_leases SET pair_request = $2::jsonb, pair_answer = NULL WHERE connection_id = $1 AND expires_at > now() AND holder <> $3 RETURNING 1`,
+      [connectionId, JSON.stringify(request), this.holder],
+    );
+    return asked.length > 0;
+  }
+
+  /** Pairings other processes asked of this one, each taken once. */
+  async pairingAsks(): Promise<{ connectionId: string; request: PairingAsk }[]> {
+    const asks = await rows<{ connection_id: string; pair_request: PairingAsk }>(
+      this.db,
+      `WITH asked AS (SELECT connection_id, pair_request FROM baileys_leases WHERE holder = $1 AND pair_request IS NOT NULL FOR UPDATE)
+       UPDATE baileys_leases l SET pair_request = NULL FROM asked WHERE l.connection_id = asked.connection_id
+       RETURNING l.connection_id, asked.pair_request`,
+      [this.holder],
+    );
+    return asks.map((a) => ({ connectionId: a.connection_id, request: a.pair_request }));
+  }
+
+  /** The holder's answer to a pairing ask: the payload is the row's QR from now on. */
+  async answerPairing(connectionId: string, id: string, ok: boolean): Promise<void> {
+    await this.db.query(`UPDATE baileys_leases SET pair_answer = $3 WHERE connection_id = $1 AND holder = $2`, [connectionId, this.holder, ok ? id : `failed:${id}`]);
+  }
+
+  /** The answer to ask `id`: the sealed payload, "failed", or null while none came. */
+  async pairingAnswer(connectionId: string, id: string): Promise<{ sealed: string } | "failed" | null> {
+    const [row] = await rows<{ qr_sealed: string | null; pair_answer: string | null }>(this.db, `SELECT qr_sealed, pair_answer FROM baileys_leases WHERE connection_id = $1`, [connectionId]);
+    if (row?.pair_answer === `failed:${id}`) return "failed";
+    return row?.pair_answer === id && row.qr_sealed ? { sealed: row.qr_sealed } : null;
   }
 
   /** Who holds a connection, if anyone (a live lease). */

@@ -7,7 +7,7 @@ import { cachedGroup } from "../../groups/cache.js";
 import { groupReport } from "../../groups/view.js";
 import { groupOf, libraryMetadata, participantOf } from "./groups.js";
 import type { Readable } from "node:stream";
-import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
+import { DisconnectReason, jidNormalizedUser, type AnyMessageContent, type BaileysEventMap, type GroupMetadata, type ReachoutTimelockState, type WAMessage, type WAVersion } from "@whiskeysockets/baileys";
 import type { Media, PresenceState, ProviderEvent, Recipient } from "../../../contract/index.js";
 import { backoffMs } from "../../backoff.js";
 import type { Logger } from "../../logger.js";
@@ -74,6 +74,15 @@ export interface SessionHost {
   credsSavePauseMs(): number;
 }
 
+/** The error ack of a message the network would not let the account send: possibly a restriction. */
+const RESTRICTION_ACK = "463";
+
+/** The library's restriction state ("reachout timelock") as our report. */
+export function restrictionReport(lock: ReachoutTimelockState): Report {
+  const until = lock.isActive && lock.timeEnforcementEnds instanceof Date && !Number.isNaN(lock.timeEnforcementEnds.getTime()) ? lock.timeEnforcementEnds.toISOString() : null;
+  return { type: "connection.restriction", active: Boolean(lock.isActive), until };
+}
+
 /** What the network's error acks mean, by the code the library passes on (its source names them). */
 const NETWORK_ERRORS: Record<string, string> = {
   "463": "the network refused to start this chat: the account is restricted, or it holds no privacy token for this contact; retrying counts as another attempt and deepens a restriction",
@@ -128,14 +137,24 @@ export class Session {
   /** Retry requests per message, counted across socket restarts (retry-counters.ts). */
   private readonly retryCounters = new RetryCounters();
   private latestQr: string | null = null;
+  private askingRestriction = false;
+  private ordered: Promise<void> = Promise.resolve();
   private readonly checks = new CheckThrottle();
 
   constructor(
     private readonly host: SessionHost,
     readonly connectionId: string,
-    /** Pairing by code: the number (E.164) that types it; each QR the socket rotates to brings a fresh code instead. */
-    readonly pairingPhone: string | null = null,
+    /**
+     * A pairing session (the only kind that may open a socket without a linked device), and for
+     * pairing by code the number (E.164) that types it: each QR the socket rotates to brings a
+     * fresh code instead.
+     */
+    readonly pairing: { phone: string | null } | null = null,
   ) {}
+
+  get pairingPhone(): string | null {
+    return this.pairing?.phone ?? null;
+  }
 
   get isOpen(): boolean {
     return this.open;
@@ -146,6 +165,13 @@ export class Session {
     if (this.ended) return;
     // Loaded once: a reconnect goes on with the credentials in memory (a write may be in flight).
     this.auth ??= await loadAuthState(this.host.db, this.host.secretKey, this.connectionId);
+    // No device is linked (unlinked while the connection still read `connected`, its report not
+    // applied yet): a socket now would only show QR codes nobody asked for. It reads disconnected.
+    if (!this.pairing && !this.auth.state.creds.me) {
+      this.host.logger.warn({ connection_id: this.connectionId }, "baileys session has no linked device; not opening a pairing socket for it");
+      await this.unlinked();
+      return;
+    }
     // Never a new socket on credentials the database does not have: a failed save is made good first.
     if (this.credsUnsaved) await this.saveCreds();
     const version = this.host.version();
@@ -187,7 +213,13 @@ export class Session {
     on("messages.upsert", (u) => this.onUpsert(u.messages));
     // One-to-one receipts come as messages.update (status codes); group receipts as message-receipt.update.
     on("messages.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, status: statusOfCode(u.update.status), networkCode: u.update.messageStubParameters?.[0] ?? undefined }))));
-    on("message-receipt.update", (updates) => this.onStatus(updates.map((u) => ({ key: u.key, ...ofReceipt(u.receipt) }))));
+    // Each member's receipt of a group message, with its own time; in the order they came (naming
+    // a member may take a lookup, and a later receipt must not overtake an earlier one).
+    on("message-receipt.update", (updates) =>
+      this.inOrder(async () =>
+        this.onStatus(await Promise.all(updates.map(async (u) => ({ key: u.key, ...ofReceipt(u.receipt), participant: u.receipt.userJid ? await this.phoneOf(u.receipt.userJid, undefined) : undefined })))),
+      ),
+    );
     on("presence.update", (u) => this.onPresence(u));
     on("lid-mapping.update", async (m) => this.mapLids([m]));
     // Membership and subject changes: the cached metadata is fetched again before the next send needs it.
@@ -212,6 +244,13 @@ export class Session {
       if (this.socket !== socket) return;
       void this.giveUp("passkey_required", false).catch((err: unknown) => this.host.logger.error({ err, connection_id: this.connectionId }, "baileys passkey handling failed"));
     });
+  }
+
+  /** Runs `task` after the tasks queued before it (a failed one does not stop the next). */
+  private inOrder(task: () => Promise<void>): Promise<void> {
+    const next = this.ordered.then(task);
+    this.ordered = next.catch(() => undefined);
+    return next;
   }
 
   /**
@@ -327,6 +366,14 @@ export class Session {
     this.host.forget(this);
   }
 
+  /** No device is linked any more: the auth state goes, the connection reads disconnected, the session ends here. */
+  private async unlinked(): Promise<void> {
+    this.ended = true;
+    await wipeSession(this.host.db, this.connectionId);
+    await this.report([{ type: "connection.state", state: "disconnected" }]);
+    this.host.forget(this);
+  }
+
   /** True once the socket is open; false when it closed first or the time ran out. */
   opened(timeoutMs: number): Promise<boolean> {
     if (this.open) return Promise.resolve(true);
@@ -352,6 +399,11 @@ export class Session {
   }
 
   private async onConnectionUpdate(socket: EngineSocket, u: Partial<BaileysEventMap["connection.update"]>, version: WAVersion | undefined): Promise<void> {
+    // The network restricted the account or lifted it (its notice, or our question's answer).
+    if (u.reachoutTimeLock) {
+      if (u.reachoutTimeLock.isActive) this.host.count("problem", "account_restricted");
+      await this.report([restrictionReport(u.reachoutTimeLock)]);
+    }
     if (u.qr) {
       this.qrs += 1;
       if (this.qrs > MAX_QR_ROTATIONS) {
@@ -383,6 +435,8 @@ export class Session {
       if (phone && lid) await this.host.store.mapLids(this.connectionId, [{ lid, phone }]);
       for (const w of this.openWaiters.splice(0)) w(true);
       await this.report([{ type: "connection.state", state: "connected", ...(phone && { phone }) }]);
+      // A restriction set or lifted while no socket was open is learned now.
+      this.askRestriction(socket);
     }
     if (u.connection === "close") {
       this.open = false;
@@ -394,10 +448,7 @@ export class Session {
       const code = (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode;
       if (code === DisconnectReason.loggedOut || code === DisconnectReason.forbidden) {
         // Unlinked on the phone (or banned): the auth state is worthless now, and pairing starts over.
-        this.ended = true;
-        await wipeSession(this.host.db, this.connectionId);
-        await this.report([{ type: "connection.state", state: "disconnected" }]);
-        this.host.forget(this);
+        await this.unlinked();
         return;
       }
       if (code === DisconnectReason.connectionReplaced) {
@@ -602,10 +653,25 @@ export class Session {
     return (await this.contactOf(jid, alt)).address;
   }
 
+  /**
+   * Asks the network whether the account is restricted (one question at a time); the answer comes
+   * back as a connection update. A 463 ack may mean a restriction (or only a contact's missing
+   * privacy token): the library does not ask itself, so the session does.
+   */
+  private askRestriction(socket: EngineSocket): void {
+    if (this.askingRestriction) return;
+    this.askingRestriction = true;
+    void socket
+      .fetchAccountReachoutTimelock()
+      .catch((err: unknown) => this.host.logger.warn({ err, connection_id: this.connectionId }, "baileys restriction question not answered"))
+      .finally(() => (this.askingRestriction = false));
+  }
+
   /** Acknowledgements and receipts of our messages. */
   private async onStatus(updates: StatusUpdate[]): Promise<void> {
     const relevant = updates.filter((u) => u.key.fromMe && u.key.id && u.status);
     if (!relevant.length) return;
+    if (this.socket && relevant.some((u) => u.status === "failed" && u.networkCode === RESTRICTION_ACK)) this.askRestriction(this.socket);
     const ours = await this.host.store.ourIds(this.connectionId, relevant.map((u) => u.key.id!));
     // Stamped with the receipt's own time where the network gives one (receipts that waited
     // offline are hours old); one-to-one status updates carry none.
@@ -617,11 +683,13 @@ export class Session {
       this.host.count("receipt", u.status!);
       events.push({
         type: "message.status",
-        event_id: `bly_st_${u.key.id}_${u.status}`,
+        // One per status, and per member for a group's receipts.
+        event_id: `bly_st_${u.key.id}_${u.status}${u.participant ? `_${u.participant}` : ""}`,
         message_id: messageId,
         provider_message_id: u.key.id!,
         status: u.status!,
         ...(u.status === "failed" && { error: networkError(u.networkCode) }),
+        ...(u.participant && { participant: u.participant }),
         timestamp: u.at?.toISOString() ?? now,
       });
     }
@@ -702,6 +770,8 @@ interface StatusUpdate {
   at?: Date | undefined;
   /** The network's error code of a failed message (the library's messageStubParameters[0]). */
   networkCode?: string | undefined;
+  /** A group member's receipt: the member, as reports name contacts. */
+  participant?: string | undefined;
 }
 
 type Seconds = number | { toString(): string } | null | undefined;

@@ -51,6 +51,11 @@ export interface EngineSocket {
   groupRevokeInvite(jid: string): Promise<string | undefined>;
   /** Pairing by code: the code for the phone number (digits only) to type under "Link with phone number". */
   requestPairingCode(phoneNumber: string): Promise<string>;
+  /**
+   * Asks the network for the account's restriction ("reachout timelock"); the answer comes as a
+   * `connection.update` with `reachoutTimeLock`, as does the network's notice when it changes.
+   */
+  fetchAccountReachoutTimelock(): Promise<unknown>;
   logout(msg?: string): Promise<void>;
   end(error: Error | undefined): void | Promise<void>;
   readMessages(keys: WAMessageKey[]): Promise<void>;

@@ -109,13 +109,23 @@ export function outboundContent(body: string | null, media: { spec: Media; data:
       case "video":
         return { video: media.data, caption, mimetype: media.mimetype };
       case "audio":
-        return { audio: media.data, mimetype: media.mimetype };
+        return { audio: media.data, mimetype: media.mimetype, ...(isVoiceNote(media.mimetype) && { ptt: true }) };
       default:
         return { document: media.data, caption, mimetype: media.mimetype, fileName: documentName(media.spec, media.mimetype) };
     }
   }
   if (location) return { location: { degreesLatitude: location.latitude, degreesLongitude: location.longitude, ...(location.title && { name: location.title }) } };
   return { text: body ?? "" };
+}
+
+/**
+ * Audio in the network's voice-note format (Opus in Ogg) goes as a voice note (played inline with
+ * a waveform, like one recorded on a phone); any other audio as an audio file. The API has no
+ * field for it: the format says it (docs/decisions.md, "Voice notes").
+ */
+export function isVoiceNote(mimetype: string): boolean {
+  const [type, ...params] = mimetype.toLowerCase().split(";").map((p) => p.trim());
+  return type === "audio/opus" || (type === "audio/ogg" && params.some((p) => p.replace(/["\s]/g, "") === "codecs=opus"));
 }
 
 /** Extensions of document types whose subtype is not one. */

@@ -22,6 +22,7 @@ import {
   PhoneSendBody,
   ReactBody,
   ReceivedQuery,
+  RestrictBody,
   ScanBody,
   TypingBody,
   VoteBody,
@@ -77,6 +78,9 @@ function controlRouter(engine: SandboxEngine): Router {
   });
   router.post("/logout", async (req, res) => {
     res.status(200).json(await network.logout(parse(LogoutBody, req.body, "body").phone));
+  });
+  router.post("/restrict", async (req, res) => {
+    res.status(200).json(await network.restrict(parse(RestrictBody, req.body, "body")));
   });
   router.get("/received", async (req: Request, res: Response) => {
     const { to } = parse(ReceivedQuery, req.query, "query");

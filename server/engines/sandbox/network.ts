@@ -7,7 +7,7 @@ import { sha256 } from "../../secrets.js";
 import { SandboxDelivery } from "./entities.js";
 import { newProviderMessageId, queueReports, type QueuedReport } from "./reports.js";
 import type { ReactionEvent, EditedEvent, RevokedEvent, PollVoteEvent } from "../../../contract/index.js";
-import type { ContactRevokeBody, EnterCodeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, ScanBody, TypingBody } from "./schemas.js";
+import type { ContactRevokeBody, EnterCodeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, RestrictBody, ScanBody, TypingBody } from "./schemas.js";
 
 /** What the network got from the gateway: a message, or an action on one (product.md, "Conversations"). */
 export type Received =
@@ -203,6 +203,20 @@ export class SandboxNetwork {
       if (!linked.length) throw ApiError.notFound(`linked session for ${body.to}`);
       const timestamp = new Date().toISOString();
       const report = { type: "chat.presence" as const, from: body.from, state: body.state, ...(body.group !== undefined && { group: body.group }), timestamp };
+      await queueReports(em, linked.map((s) => ({ connectionId: s.connection_id, report })), duplicate);
+      return linked.length;
+    });
+    this.reported();
+    return { sessions };
+  }
+
+  /** The network restricts the account of `phone`, or lifts the restriction: every session linked to it reports it. */
+  async restrict(body: RestrictBody): Promise<{ sessions: number }> {
+    const duplicate = (await this.faults()).duplicate_callbacks;
+    const sessions = await this.db.transaction(async (em) => {
+      const linked = await rows<{ connection_id: string }>(em, `SELECT connection_id FROM sandbox_sessions WHERE phone = $1 AND state = 'linked'`, [body.phone]);
+      if (!linked.length) throw ApiError.notFound(`linked session for ${body.phone}`);
+      const report = { type: "connection.restriction" as const, active: body.active, until: body.active && body.until ? new Date(body.until).toISOString() : null };
       await queueReports(em, linked.map((s) => ({ connectionId: s.connection_id, report })), duplicate);
       return linked.length;
     });

@@ -2,11 +2,11 @@
 // contract/ops.ts, written to the callback outbox in the statement (or transaction) of the change
 // that causes them.
 import type { EntityManager } from "typeorm";
-import type { ConnectionStateEvent, ConversationEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent } from "../../../contract/index.js";
+import type { ConnectionRestrictionEvent, ConnectionStateEvent, ConversationEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent } from "../../../contract/index.js";
 import { randomToken } from "../../secrets.js";
 
 type WithoutId<T> = T extends unknown ? Omit<T, "event_id"> : never;
-export type SandboxReport = WithoutId<ConnectionStateEvent | InboundMessageEvent | MessageStatusEvent | PhoneOutboundEvent | ConversationEvent | GroupMetadataEvent | GroupParticipantsEvent>;
+export type SandboxReport = WithoutId<ConnectionStateEvent | ConnectionRestrictionEvent | InboundMessageEvent | MessageStatusEvent | PhoneOutboundEvent | ConversationEvent | GroupMetadataEvent | GroupParticipantsEvent>;
 
 export interface QueuedReport {
   connectionId: string;

@@ -1,7 +1,7 @@
 // Bodies of the sandbox control API (/sandbox/v1). Not part of the public contract: the sandbox
 // exists only outside production, for development and tests. Strict like every body we accept.
 import { z } from "zod";
-import { hasContent, Location, Media } from "../../../contract/index.js";
+import { hasContent, Location, Media, ZonedDateTime } from "../../../contract/index.js";
 
 const Phone = z.string().min(5).max(40);
 
@@ -59,6 +59,16 @@ export const PhoneSendBody = z
 export type PhoneSendBody = z.infer<typeof PhoneSendBody>;
 
 export const LogoutBody = z.object({ phone: Phone }).strict();
+
+/** The network restricts the account of a linked number (`active`, until a time or until lifted), or lifts it. */
+export const RestrictBody = z
+  .object({
+    phone: Phone,
+    active: z.boolean().default(true),
+    until: ZonedDateTime.optional().describe("When the restriction ends by itself; absent: until lifted"),
+  })
+  .strict();
+export type RestrictBody = z.infer<typeof RestrictBody>;
 
 // A contact acting on a message (product.md, "Conversations"): `to` is the linked number, `from`
 // the contact, `message_id` our id of the message acted on.

@@ -39,11 +39,13 @@ export async function applyReports(em: EntityManager, connection: Connection, re
     const message = messages.get(report.message_id);
     if (!message) continue;
     const decision = transition(message.status, report.status);
-    const detail = report.error ? `${report.error.code}: ${report.error.message}` : null;
+    const detail = report.error ? `${report.error.code}: ${report.error.message}` : report.participant ? `by ${report.participant}` : null;
     const at = new Date(report.timestamp);
     if (!decision.apply) {
-      // A late report (delivered after read) is history worth keeping, not a move backwards.
-      if (decision.recordInTimeline) timeline.push({ id: message.id, status: report.status, at, detail: detail ? `late: ${detail}` : "late report" });
+      // A late report (delivered after read) is history worth keeping, not a move backwards; so
+      // is each group member's receipt after the first moved the status.
+      if (report.participant && message.status !== "canceled") timeline.push({ id: message.id, status: report.status, at, detail });
+      else if (decision.recordInTimeline) timeline.push({ id: message.id, status: report.status, at, detail: detail ? `late: ${detail}` : "late report" });
       continue;
     }
     const updated: Message = {
