@@ -9,8 +9,7 @@ import type { DataSource } from "typeorm";
 import { expectOk, listAllMessages, paginate } from "../sdk/src/index.js";
 import type { Engine, EngineConnection, NumberCheck } from "../server/engines/engine.js";
 import { newId } from "../server/ids.js";
-import { pooledRows } from "../server/db/pooled.js";
-import { EXPORT_COLUMNS, exportCounters, openMessagesCsv, type ExportStatements } from "../server/messages/export.js";
+import { EXPORT_COLUMNS, exportCounters, exportStatements, openMessagesCsv, type ExportStatements } from "../server/messages/export.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 
@@ -474,6 +473,36 @@ describe("reading messages", () => {
         await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
       }
     });
+
+    it("writes each line byte for byte: quotes only cells with a comma, a double quote, CR or LF, after the formula guard; CRLF line ends", async () => {
+      const own = await newWorkspace();
+      const key = (await own.key(["messages:read"])).key;
+      const connection = await insertConnection(own.id, { slug: "quotes", phone: "+15550003333" });
+      const at = instant(3);
+      const cases: [SeedMessage, string][] = [
+        // Plain cells stay bare; null and empty cells are empty; outbound `from` is the linked number.
+        [{ createdAt: at, providerMessageId: "", errorCode: null }, `+15550001111,+15550003333,,,`],
+        [{ createdAt: at, providerMessageId: "a,b", errorCode: 'say "hi"' }, `+15550001111,+15550003333,,"a,b","say ""hi"""`],
+        [{ createdAt: at, providerMessageId: "line\nbreak", errorCode: "cr\rhere" }, `+15550001111,+15550003333,,"line\nbreak","cr\rhere"`],
+        // The guard first, then the quoting; a plus alone or followed by more than digits is guarded.
+        [{ createdAt: at, providerMessageId: "=1,2", errorCode: "\r\nx" }, `+15550001111,+15550003333,,"'=1,2","'\r\nx"`],
+        [{ createdAt: at, direction: "inbound", recipient: "+", sender: "+1555 000" }, `'+,'+1555 000,,,`],
+        [{ createdAt: at, recipient: { group: "120363@g.us" }, providerMessageId: "-", errorCode: "@x" }, `120363@g.us,+15550003333,,'-,'@x`],
+      ];
+      const expected = new Map<string, string>();
+      for (const [seed, tail] of cases) {
+        const id = await insertMessage(own.id, connection, seed);
+        const direction = seed.direction ?? "outbound";
+        expected.set(id, `${id},${at.slice(0, 23)}Z,${at.slice(0, 23)}Z,quotes,${direction},queued,${tail}\r\n`);
+      }
+      const res = await http("GET", "/v1/messages/export", { headers: auth(key) });
+      expect(res.status).to.equal(200);
+      expect(res.text.startsWith(`${EXPORT_COLUMNS.join(",")}\r\n`)).to.equal(true);
+      const body = res.text.slice(EXPORT_COLUMNS.join(",").length + 2);
+      // Same instant: newest first means id descending.
+      const lines = [...expected.entries()].sort(([a], [b]) => (a < b ? 1 : -1)).map(([, line]) => line);
+      expect(body).to.equal(lines.join(""));
+    });
   });
 
   describe("streaming the export", () => {
@@ -547,7 +576,7 @@ describe("reading messages", () => {
       let queries = 0;
       const counting: ExportStatements = (sql, params) => {
         queries++;
-        return pooledRows(db(), sql, params);
+        return exportStatements(db())(sql, params);
       };
       const csv = await openMessagesCsv(db(), big.id, { days: 1 }, { batchSize: 10, statements: counting });
       // Window + first batch before the stream exists.
@@ -564,7 +593,7 @@ describe("reading messages", () => {
     });
     it("fails the stream, not silently ends it, when a later batch cannot be read", async () => {
       let queries = 0;
-      const failing: ExportStatements = (sql, params) => (++queries >= 4 ? Promise.reject(new Error("database went away")) : pooledRows(db(), sql, params));
+      const failing: ExportStatements = (sql, params) => (++queries >= 4 ? Promise.reject(new Error("database went away")) : exportStatements(db())(sql, params));
       const before = exportCounters();
       const csv = await openMessagesCsv(db(), big.id, { days: 1 }, { batchSize: 10, statements: failing });
       const outcome = await new Promise<string>((resolve) => {
