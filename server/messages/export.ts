@@ -50,6 +50,13 @@ export const EXPORT_COLUMNS = [
  */
 export const EXPORT_BATCH_SIZE = 2_000;
 
+/**
+ * Characters a chunk of CSV text: well under V8's large-object size (128 KB), so that a chunk
+ * still queued when a young-generation collection comes is copied, not promoted at once to the
+ * old generation (which then grows until its next full collection).
+ */
+const CHUNK_CHARS = 32 * 1024;
+
 /** CSV line end (RFC 4180). */
 const CRLF = "\r\n";
 
@@ -84,7 +91,7 @@ export function exportStatements(db: DataSource): ExportStatements {
 
 /** One batch: its CSV text, and the position after its last row when the batch was full. */
 interface CsvBatch {
-  csv: string;
+  csv: string[];
   next: CursorPosition | undefined;
 }
 
@@ -137,16 +144,22 @@ export async function openMessagesCsv(
   return csvStream(first, readBatch);
 }
 
-/** The CSV lines of a batch's rows, in the columns of EXPORT_COLUMNS. */
-function csvLines(rows: Cells[]): string {
+/** The CSV lines of a batch's rows, in the columns of EXPORT_COLUMNS, in chunks of about CHUNK_CHARS. */
+function csvLines(rows: Cells[]): string[] {
+  const chunks: string[] = [];
   let text = "";
   for (const r of rows) {
+    if (text.length >= CHUNK_CHARS) {
+      chunks.push(text);
+      text = "";
+    }
     text +=
       csvCell(r[0]!) + "," + millisecondInstant(r[1]!) + "," + millisecondInstant(r[2]!) + "," + csvCell(r[3]!) + "," + r[4]! + "," +
       csvCell(r[5]!) + "," + csvCell(r[6]!) + "," + csvCell(r[7]!) + "," + (r[8] === null ? "" : millisecondInstant(r[8]!)) + "," +
       csvCell(r[9]!) + "," + csvCell(r[10]!) + CRLF;
   }
-  return text;
+  if (text !== "") chunks.push(text);
+  return chunks;
 }
 
 /**
@@ -197,7 +210,7 @@ function csvStream(first: CsvBatch, readBatch: (before: CursorPosition) => Promi
       // Handled here so that a read-ahead abandoned with the stream is no unhandled rejection;
       // awaited below.
       ahead?.catch(() => undefined);
-      if (batch.csv !== "") yield batch.csv;
+      yield* batch.csv;
       if (!ahead) return;
       batch = await ahead;
     }
