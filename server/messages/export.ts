@@ -23,7 +23,7 @@
 import { Readable } from "node:stream";
 import type { DataSource } from "typeorm";
 import type { ExportMessagesQuery } from "../../contract/index.js";
-import type { Pool } from "pg";
+import pg, { type Pool } from "pg";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { CursorPosition } from "../http/cursor.js";
 import { MICROSECOND_INSTANT } from "../db/instant.js";
@@ -69,8 +69,8 @@ export function exportCounters(): Readonly<typeof counters> {
 /** A row as pg hands it over with no type parsing: one text (or null) per column. */
 type Cells = (string | null)[];
 
-/** Runs one statement of the export and returns its rows as cells. */
-export type ExportStatements = (sql: string, params: unknown[]) => Promise<Cells[]>;
+/** Runs one statement of the export, handing over each row as it arrives; resolves once all have. */
+export type ExportStatements = (sql: string, params: unknown[], onRow: (cells: Cells) => void) => Promise<void>;
 
 export interface ExportOptions {
   batchSize?: number;
@@ -81,12 +81,31 @@ export interface ExportOptions {
 const TEXT_ONLY = { getTypeParser: () => (value: string) => value };
 
 /**
- * The export's statements on the data source's pool: autocommit, rows as arrays of text. pg-pool's
- * `pool.query()` drives pg with a callback (server/db/pooled.ts says why that matters).
+ * The export's statements on the data source's pool: autocommit, rows as arrays of text handed
+ * over one by one as pg parses them, never gathered into a result (a pg Query with a row
+ * listener and no callback), so that each row is garbage before the next arrives.
  */
 export function exportStatements(db: DataSource): ExportStatements {
   const pool = (db.driver as PostgresDriver).master as Pool;
-  return async (text, values) => (await pool.query<Cells>({ text, values, rowMode: "array", types: TEXT_ONLY })).rows;
+  return async (text, values, onRow) => {
+    const client = await pool.connect();
+    let failure: Error | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const config: pg.QueryArrayConfig = { text, values, rowMode: "array", types: TEXT_ONLY };
+        const query = client.query(new pg.Query<Cells>(config));
+        query.on("row", onRow);
+        query.once("error", reject);
+        query.once("end", () => resolve());
+      });
+    } catch (err) {
+      failure = err as Error;
+      throw err;
+    } finally {
+      // As pool.query() does: a client whose statement failed is not handed out again.
+      client.release(failure);
+    }
+  };
 }
 
 /** One batch: its CSV text, and the position after its last row when the batch was full. */
@@ -110,16 +129,28 @@ export async function openMessagesCsv(
   const batchSize = options.batchSize ?? EXPORT_BATCH_SIZE;
   const run = options.statements ?? exportStatements(db);
   // The window is fixed once, on the database clock that wrote created_at.
-  const [[cutoff]] = (await run(`SELECT to_char((now() - make_interval(days => $1)) AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT})`, [query.days])) as [
-    [string],
-  ];
+  let cutoff = "";
+  await run(`SELECT to_char((now() - make_interval(days => $1)) AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT})`, [query.days], (r) => (cutoff = r[0]!));
   const filters = { connection: query.connection, status: query.status, direction: query.direction };
   const readBatch = async (before?: CursorPosition): Promise<CsvBatch> => {
     const { where, params } = messageFilterSql(workspaceId, filters, before);
     params.push(cutoff, batchSize);
     // Instants as UTC timestamps in PostgreSQL's ISO output (what pg itself parses), to the
     // microsecond: millisecondInstant() shortens them for the cells, the last keeps its position.
-    const rows = await run(
+    const csv: string[] = [];
+    let text = "";
+    let rows = 0;
+    let last: Cells | undefined;
+    const onRow = (r: Cells) => {
+      text += csvLine(r);
+      if (text.length >= CHUNK_CHARS) {
+        csv.push(text);
+        text = "";
+      }
+      rows++;
+      last = r;
+    };
+    await run(
       `SELECT m.id,
               m.created_at AT TIME ZONE 'UTC',
               m.updated_at AT TIME ZONE 'UTC',
@@ -136,30 +167,23 @@ export async function openMessagesCsv(
         ORDER BY m.created_at DESC, m.id DESC
         LIMIT $${params.length}`,
       params,
+      onRow,
     );
-    const last = rows.length === batchSize ? rows[rows.length - 1] : undefined;
-    return { csv: csvLines(rows), next: last && { created_at: `${last[1]!.replace(" ", "T")}Z`, id: last[0]! } };
+    if (text !== "") csv.push(text);
+    const full = rows === batchSize && last !== undefined;
+    return { csv, next: full ? { created_at: `${last![1]!.replace(" ", "T")}Z`, id: last![0]! } : undefined };
   };
   const first = await readBatch();
   return csvStream(first, readBatch);
 }
 
-/** The CSV lines of a batch's rows, in the columns of EXPORT_COLUMNS, in chunks of about CHUNK_CHARS. */
-function csvLines(rows: Cells[]): string[] {
-  const chunks: string[] = [];
-  let text = "";
-  for (const r of rows) {
-    if (text.length >= CHUNK_CHARS) {
-      chunks.push(text);
-      text = "";
-    }
-    text +=
-      csvCell(r[0]!) + "," + millisecondInstant(r[1]!) + "," + millisecondInstant(r[2]!) + "," + csvCell(r[3]!) + "," + r[4]! + "," +
-      csvCell(r[5]!) + "," + csvCell(r[6]!) + "," + csvCell(r[7]!) + "," + (r[8] === null ? "" : millisecondInstant(r[8]!)) + "," +
-      csvCell(r[9]!) + "," + csvCell(r[10]!) + CRLF;
-  }
-  if (text !== "") chunks.push(text);
-  return chunks;
+/** One row as a line of CSV, in the columns of EXPORT_COLUMNS. */
+function csvLine(r: Cells): string {
+  return (
+    csvCell(r[0]!) + "," + millisecondInstant(r[1]!) + "," + millisecondInstant(r[2]!) + "," + csvCell(r[3]!) + "," + r[4]! + "," +
+    csvCell(r[5]!) + "," + csvCell(r[6]!) + "," + csvCell(r[7]!) + "," + (r[8] === null ? "" : millisecondInstant(r[8]!)) + "," +
+    csvCell(r[9]!) + "," + csvCell(r[10]!) + CRLF
+  );
 }
 
 /**
