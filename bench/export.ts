@@ -9,7 +9,7 @@
 // client in this process in keyset batches of 2,000, as text and discarded. The export's rate
 // over it says how much the gateway adds to what the database costs anyway.
 //
-//   npx tsx bench/export.ts [--rows 1000000] [--runtime node|tsx] [--max-old-space MB] [--max-semi-space MB]
+//   npx tsx bench/export.ts [--rows 1000000] [--runtime node|tsx] [--max-old-space MB] [--max-semi-space MB] [--min-semi-space MB]
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/export.ts
 //
 // `--runtime node` (the default) runs the gateway as production runs it: the compiled JavaScript,
@@ -21,7 +21,8 @@
 // export accumulate up to a multiple of the live heap before a full collection, and a cap shows
 // how much of the growth is that rather than memory the export holds. `--max-semi-space` passes
 // --max-semi-space-size: the young generation grows to 2 x 16 MB under any sustained allocation,
-// and this caps it (docs/performance.md, Export).
+// and this caps it; `--min-semi-space` passes --min-semi-space-size, a young generation that
+// starts at that size instead of growing to it during the export (docs/performance.md, Export).
 //
 // Without DATABASE_URL the embedded database runs in this (the measuring) process and the
 // gateway reaches it over its socket, as a second process would.
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     runtime: { type: "string", default: "node" },
     "max-old-space": { type: "string" },
     "max-semi-space": { type: "string" },
+    "min-semi-space": { type: "string" },
   },
 });
 const rows = Number(values.rows);
@@ -116,6 +118,7 @@ const port = await freePort();
 const nodeOptions = [
   ...(values["max-old-space"] ? [`--max-old-space-size=${Number(values["max-old-space"])}`] : []),
   ...(values["max-semi-space"] ? [`--max-semi-space-size=${Number(values["max-semi-space"])}`] : []),
+  ...(values["min-semi-space"] ? [`--min-semi-space-size=${Number(values["min-semi-space"])}`] : []),
 ];
 const entry = runtime === "node" ? ["dist/server/main.js"] : ["--import", "tsx", "server/main.ts"];
 const child = spawn(process.execPath, [...nodeOptions, ...entry], {
