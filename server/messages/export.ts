@@ -9,17 +9,16 @@
 // connection and no transaction between them, work the same on both databases, and read each
 // row exactly once: created_at and id never change, so the position survives concurrent writes.
 //
-// Each batch is encoded here as it arrives, into one string of CSV text for the whole batch: rows
-// come from pg as arrays of text (no type parsing, no row objects), each cell is tested with one
-// pattern and copied, and the rows are dropped before the next batch is read. What the export
-// holds is at most two batches' text, whatever its length (docs/performance.md, Export).
+// Each row is encoded as pg parses it: rows come as arrays of text (no type parsing, no row
+// objects), are never gathered into a result (exportStatements()), and each is appended as one
+// CSV line to the current chunk of text, handed out at CHUNK_CHARS. Nothing the export makes
+// outlives a young-generation collection or two, so nothing is promoted to V8's old generation,
+// where it would stay as garbage until a full collection: in a gateway of this size that comes
+// only after tens of MB (docs/performance.md, Export).
 //
 // Backpressure runs from the HTTP response to the database: the stream below hands the response
-// one batch's text per read and holds at most one more batch, read ahead while the current one
-// is written; the next statement runs only once the response has asked for more.
-//
-// The statements run on pg-pool's pool.query() with a callback rather than through db.query():
-// rows read through pg's promise API were promoted to V8's old generation (server/db/pooled.ts).
+// one chunk per read and holds at most the rest of the current batch and the batch read ahead
+// while it is written; the next statement runs only once the response has taken both.
 import { Readable } from "node:stream";
 import type { DataSource } from "typeorm";
 import type { ExportMessagesQuery } from "../../contract/index.js";
@@ -44,9 +43,9 @@ export const EXPORT_COLUMNS = [
 ] as const;
 
 /**
- * Rows a batch: one statement and one string of CSV text (~150-350 bytes a row). Larger batches
- * save statements (each costs a plan and a round trip); smaller ones keep what the export holds
- * (the batch being written and the one read ahead) small against the socket's own buffers.
+ * Rows a batch: one statement, its CSV text ~150-350 bytes a row. Larger batches save statements
+ * (each costs a plan and a round trip); smaller ones keep what the export holds (the batch being
+ * written and the one read ahead) small against the socket's own buffers.
  */
 export const EXPORT_BATCH_SIZE = 2_000;
 
@@ -213,7 +212,7 @@ const NEEDS_QUOTES = /[",\r\n]/;
  * `to`/`from` would otherwise be altered. Then a cell with a comma, a double quote, CR or LF is
  * quoted, its double quotes doubled (RFC 4180). Null is empty.
  */
-export function csvCell(value: string | null): string {
+function csvCell(value: string | null): string {
   if (value === null) return "";
   if (PLAIN_CELL.test(value)) return value;
   const guarded = FORMULA_START.test(value) && !INTERNATIONAL_NUMBER.test(value) ? `'${value}` : value;
@@ -221,9 +220,9 @@ export function csvCell(value: string | null): string {
 }
 
 /**
- * The CSV text of the export as a stream: the header row, then one chunk per batch. Each read
- * hands over one batch and starts reading the next, so the export holds at most the batch the
- * response has not taken and the one read ahead.
+ * The CSV text of the export as a stream: the header row, then each batch's chunks, one a read.
+ * The next batch is read while the current one's chunks are handed over, so the export holds at
+ * most what the response has not taken of one batch and the batch read ahead.
  */
 function csvStream(first: CsvBatch, readBatch: (before: CursorPosition) => Promise<CsvBatch>): Readable {
   async function* chunks(): AsyncGenerator<string> {
