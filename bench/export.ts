@@ -1,9 +1,15 @@
 // CSV export memory and throughput: GET /v1/messages/export over HTTP for a workspace with
 // 1,000,000 messages (default), served by a gateway in its own process, so that its memory is
-// measured without the load generator's or the database's. Target: peak RSS of the serving
-// process under 150 MB.
+// measured without the load generator's or the database's. Targets (issue 26): at least 500,000
+// rows/s, and the serving process's RSS growing by under 10 MB during the export (peak against
+// idle). The run fails (exit 1) when a row is missing or the growth is 10 MB or more; the rate is
+// reported, not enforced (on a shared machine it follows the load).
 //
-//   npx tsx bench/export.ts [--rows 1000000] [--runtime node|tsx] [--max-old-space MB] [--max-semi-space MB]
+// Baseline, in the same run: the database alone, the same rows and columns read by a bare pg
+// client in this process in keyset batches of 2,000, as text and discarded. The export's rate
+// over it says how much the gateway adds to what the database costs anyway.
+//
+//   npx tsx bench/export.ts [--rows 1000000] [--runtime node|tsx] [--max-old-space MB] [--max-semi-space MB] [--min-semi-space MB]
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/export.ts
 //
 // `--runtime node` (the default) runs the gateway as production runs it: the compiled JavaScript,
@@ -15,7 +21,8 @@
 // export accumulate up to a multiple of the live heap before a full collection, and a cap shows
 // how much of the growth is that rather than memory the export holds. `--max-semi-space` passes
 // --max-semi-space-size: the young generation grows to 2 x 16 MB under any sustained allocation,
-// and this caps it (docs/performance.md, Export).
+// and this caps it; `--min-semi-space` passes --min-semi-space-size, a young generation that
+// starts at that size instead of growing to it during the export (docs/performance.md, Export).
 //
 // Without DATABASE_URL the embedded database runs in this (the measuring) process and the
 // gateway reaches it over its socket, as a second process would.
@@ -25,6 +32,7 @@ import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import pg from "pg";
 import { randomBytes } from "node:crypto";
 import { ApiKeyService } from "../server/api-keys/service.js";
 import { openDatabase } from "../server/db/database.js";
@@ -42,6 +50,7 @@ const { values } = parseArgs({
     runtime: { type: "string", default: "node" },
     "max-old-space": { type: "string" },
     "max-semi-space": { type: "string" },
+    "min-semi-space": { type: "string" },
   },
 });
 const rows = Number(values.rows);
@@ -50,7 +59,8 @@ const runtime = values.runtime;
 if (runtime !== "node" && runtime !== "tsx") throw new Error("--runtime must be node or tsx");
 if (runtime === "node") ensureBuilt();
 const SAMPLE_MS = 50;
-const TARGET_MB = 150;
+const TARGET_ROWS_PER_S = 500_000;
+const GROWTH_LIMIT_MB = 10;
 
 // ---- database: a scratch database on the machine's PostgreSQL, or the embedded one ----
 let drop: (() => Promise<void>) | undefined;
@@ -108,6 +118,7 @@ const port = await freePort();
 const nodeOptions = [
   ...(values["max-old-space"] ? [`--max-old-space-size=${Number(values["max-old-space"])}`] : []),
   ...(values["max-semi-space"] ? [`--max-semi-space-size=${Number(values["max-semi-space"])}`] : []),
+  ...(values["min-semi-space"] ? [`--min-semi-space-size=${Number(values["min-semi-space"])}`] : []),
 ];
 const entry = runtime === "node" ? ["dist/server/main.js"] : ["--import", "tsx", "server/main.ts"];
 const child = spawn(process.execPath, [...nodeOptions, ...entry], {
@@ -187,6 +198,8 @@ clearInterval(sampler);
 const { hwm, rss: after } = memory();
 const exported = result.lines - 1;
 
+const baselineRate = await databaseOnly();
+
 const gatewayCommand = `node ${[...nodeOptions, ...entry].join(" ")}`;
 console.log(
   `\nCSV export, ${rows.toLocaleString("en")} messages, database: ${database.embedded ? "embedded PGlite (in the measuring process)" : "PostgreSQL"}` +
@@ -206,17 +219,22 @@ console.table([
     "peak RSS MB (VmHWM)": Math.round(hwm),
     "growth MB": Math.round(hwm - baseline),
     "RSS after MB": Math.round(after),
+    "baseline rows/s (database alone)": baselineRate,
+    "export / baseline": Number((exported / seconds / baselineRate).toFixed(2)),
   },
 ]);
 console.log(`seeding ${rows.toLocaleString("en")} rows took ${seedSeconds.toFixed(1)} s; status ${result.status}, ${result.contentType}`);
 if (!peakReset) console.log("(could not reset the peak mark: VmHWM is the peak over the whole process life)");
 const complete = result.status === 200 && exported === rows;
-const met = hwm < TARGET_MB;
+const growth = hwm - baseline;
+const rate = Math.round(exported / seconds);
+const flat = growth < GROWTH_LIMIT_MB;
 console.log(`every row exported: ${complete ? "yes" : "NO"}`);
 console.log(
   `${runtime}: idle ${Math.round(baseline)} MB (after the warm-up exports; ${Math.round(startedRss)} MB once started), ` +
-    `peak ${Math.round(hwm)} MB, growth during the export ${Math.round(hwm - baseline)} MB, ${Math.round(exported / seconds).toLocaleString("en")} rows/s. ` +
-    `Target, peak RSS under ${TARGET_MB} MB: ${met ? "MET" : "NOT MET"}`,
+    `peak ${Math.round(hwm)} MB, growth during the export ${growth.toFixed(1)} MB, ${rate.toLocaleString("en")} rows/s ` +
+    `(database alone ${baselineRate.toLocaleString("en")} rows/s). ` +
+    `Targets: growth under ${GROWTH_LIMIT_MB} MB ${flat ? "MET" : "NOT MET"}; ${TARGET_ROWS_PER_S.toLocaleString("en")} rows/s ${rate >= TARGET_ROWS_PER_S ? "MET" : "NOT MET"}`,
 );
 if (result.status !== 200) console.log(`gateway output (last lines):\n${childOutput.split("\n").slice(-20).join("\n")}`);
 
@@ -224,7 +242,39 @@ child.kill("SIGTERM");
 await new Promise((r) => child.once("exit", r));
 await database.close();
 await drop?.();
-process.exit(complete ? 0 : 1);
+process.exit(complete && flat ? 0 : 1);
+
+/** The baseline: the export's rows read straight from the database, rows/s. */
+async function databaseOnly(): Promise<number> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    const textOnly = { getTypeParser: () => (value: string) => value };
+    const t0 = performance.now();
+    let count = 0;
+    let before: unknown[] = [];
+    for (;;) {
+      const keyset = before.length ? `AND (m.created_at, m.id) < ($3::timestamptz, $4)` : "";
+      const { rows: batch } = await client.query<string[]>({
+        text: `SELECT m.id, m.created_at AT TIME ZONE 'UTC', m.updated_at AT TIME ZONE 'UTC', c.slug, m.direction, m.status,
+                      m.recipient #>> '{}', coalesce(m.sender, c.phone), m.send_at AT TIME ZONE 'UTC', m.provider_message_id, m.error_code
+                 FROM messages m JOIN connections c ON c.id = m.connection_id
+                WHERE m.workspace_id = $1 AND m.created_at >= now() - make_interval(days => $2) ${keyset}
+                ORDER BY m.created_at DESC, m.id DESC LIMIT 2000`,
+        values: [workspace.id, days, ...before],
+        rowMode: "array",
+        types: textOnly,
+      });
+      count += batch.length;
+      if (batch.length < 2000) break;
+      const last = batch[batch.length - 1]!;
+      before = [`${last[1]!.replace(" ", "T")}Z`, last[0]];
+    }
+    return Math.round(count / ((performance.now() - t0) / 1000));
+  } finally {
+    await client.end();
+  }
+}
 
 /** Builds dist/ (`npm run build`) unless it is newer than every source the build compiles (distIsCurrent). */
 function ensureBuilt(): void {

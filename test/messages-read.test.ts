@@ -4,13 +4,14 @@
 // neighbours are exercised.
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
+import { constants, PerformanceObserver } from "node:perf_hooks";
+import { getHeapSpaceStatistics } from "node:v8";
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import { expectOk, listAllMessages, paginate } from "../sdk/src/index.js";
 import type { Engine, EngineConnection, NumberCheck } from "../server/engines/engine.js";
 import { newId } from "../server/ids.js";
-import { pooledRows } from "../server/db/pooled.js";
-import { EXPORT_COLUMNS, exportCounters, openMessagesCsv, type ExportStatements } from "../server/messages/export.js";
+import { EXPORT_COLUMNS, exportCounters, exportStatements, openMessagesCsv, type ExportStatements } from "../server/messages/export.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 
@@ -507,6 +508,36 @@ describe("reading messages", () => {
         await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
       }
     });
+
+    it("writes each line byte for byte: quotes only cells with a comma, a double quote, CR or LF, after the formula guard; CRLF line ends", async () => {
+      const own = await newWorkspace();
+      const key = (await own.key(["messages:read"])).key;
+      const connection = await insertConnection(own.id, { slug: "quotes", phone: "+15550003333" });
+      const at = instant(3);
+      const cases: [SeedMessage, string][] = [
+        // Plain cells stay bare; null and empty cells are empty; outbound `from` is the linked number.
+        [{ createdAt: at, providerMessageId: "", errorCode: null }, `+15550001111,+15550003333,,,`],
+        [{ createdAt: at, providerMessageId: "a,b", errorCode: 'say "hi"' }, `+15550001111,+15550003333,,"a,b","say ""hi"""`],
+        [{ createdAt: at, providerMessageId: "line\nbreak", errorCode: "cr\rhere" }, `+15550001111,+15550003333,,"line\nbreak","cr\rhere"`],
+        // The guard first, then the quoting; a plus alone or followed by more than digits is guarded.
+        [{ createdAt: at, providerMessageId: "=1,2", errorCode: "\r\nx" }, `+15550001111,+15550003333,,"'=1,2","'\r\nx"`],
+        [{ createdAt: at, direction: "inbound", recipient: "+", sender: "+1555 000" }, `'+,'+1555 000,,,`],
+        [{ createdAt: at, recipient: { group: "120363@g.us" }, providerMessageId: "-", errorCode: "@x" }, `120363@g.us,+15550003333,,'-,'@x`],
+      ];
+      const expected = new Map<string, string>();
+      for (const [seed, tail] of cases) {
+        const id = await insertMessage(own.id, connection, seed);
+        const direction = seed.direction ?? "outbound";
+        expected.set(id, `${id},${at.slice(0, 23)}Z,${at.slice(0, 23)}Z,quotes,${direction},queued,${tail}\r\n`);
+      }
+      const res = await http("GET", "/v1/messages/export", { headers: auth(key) });
+      expect(res.status).to.equal(200);
+      expect(res.text.startsWith(`${EXPORT_COLUMNS.join(",")}\r\n`)).to.equal(true);
+      const body = res.text.slice(EXPORT_COLUMNS.join(",").length + 2);
+      // Same instant: newest first means id descending.
+      const lines = [...expected.entries()].sort(([a], [b]) => (a < b ? 1 : -1)).map(([, line]) => line);
+      expect(body).to.equal(lines.join(""));
+    });
   });
 
   describe("streaming the export", () => {
@@ -576,11 +607,51 @@ describe("reading messages", () => {
       expect(again.status).to.equal(200);
     });
 
+    it("leaves V8's old generation nearly where it was: 300,000 rows exported promote under 60 MB (the export before: ~200 MB)", async function () {
+      this.timeout(120_000);
+      // What an export leaves in the old generation stays there, as garbage, until the next full
+      // collection, which in a gateway of this size comes only after tens of MB: that was the
+      // export's growth (docs/performance.md, Export). Measured between full collections: an export
+      // during which one ran is not counted (it would hide growth, never invent it). The gateway's
+      // own loops run in this process too and promote a little meanwhile: measured here 9-21 MB
+      // with the export as it is, 201 MB with rows as objects through csv-stringify.
+      const oldGeneration = () =>
+        getHeapSpaceStatistics()
+          .filter((s) => s.space_name === "old_space" || s.space_name === "large_object_space")
+          .reduce((sum, s) => sum + s.space_used_size, 0);
+      let fullCollections = 0;
+      const observer = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) if ((entry as { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MINOR) fullCollections++;
+      });
+      observer.observe({ entryTypes: ["gc"] });
+      let rows = 0;
+      let grown = 0;
+      try {
+        for (let run = 0; run < 30 && rows < 300_000; run++) {
+          const before = oldGeneration();
+          const collectionsBefore = fullCollections;
+          const csv = await openMessagesCsv(db(), big.id, { days: 1 });
+          let lines = 0;
+          for await (const chunk of csv) for (let i = (chunk as string).indexOf("\n"); i !== -1; i = (chunk as string).indexOf("\n", i + 1)) lines++;
+          // Entries are delivered asynchronously: let the observer see a collection of this run.
+          await new Promise((r) => setImmediate(r));
+          expect(lines).to.equal(ROWS + 1);
+          if (fullCollections !== collectionsBefore) continue;
+          rows += ROWS;
+          grown += oldGeneration() - before;
+        }
+      } finally {
+        observer.disconnect();
+      }
+      expect(rows, "too many runs were cut by a full collection").to.be.at.least(300_000);
+      expect(grown / 1e6, "MB promoted to the old generation").to.be.lessThan(60);
+    });
+
     it("stops querying once the stream is destroyed", async () => {
       let queries = 0;
-      const counting: ExportStatements = (sql, params) => {
+      const counting: ExportStatements = (sql, params, onRow) => {
         queries++;
-        return pooledRows(db(), sql, params);
+        return exportStatements(db())(sql, params, onRow);
       };
       const csv = await openMessagesCsv(db(), big.id, { days: 1 }, { batchSize: 10, statements: counting });
       // Window + first batch before the stream exists.
@@ -597,7 +668,8 @@ describe("reading messages", () => {
     });
     it("fails the stream, not silently ends it, when a later batch cannot be read", async () => {
       let queries = 0;
-      const failing: ExportStatements = (sql, params) => (++queries >= 4 ? Promise.reject(new Error("database went away")) : pooledRows(db(), sql, params));
+      const failing: ExportStatements = (sql, params, onRow) =>
+        ++queries >= 4 ? Promise.reject(new Error("database went away")) : exportStatements(db())(sql, params, onRow);
       const before = exportCounters();
       const csv = await openMessagesCsv(db(), big.id, { days: 1 }, { batchSize: 10, statements: failing });
       const outcome = await new Promise<string>((resolve) => {

@@ -9,24 +9,21 @@
 // connection and no transaction between them, work the same on both databases, and read each
 // row exactly once: created_at and id never change, so the position survives concurrent writes.
 //
-// Each row is written, as one record, to csv-stringify's streaming stringifier (a Transform).
-// Backpressure runs from the HTTP response to the database: the response stops reading the
-// stream below, which stops reading the stringifier, whose writes then report it full; the
-// feeder waits for it to drain, and reads the next batch only once the stringifier has taken the
-// whole current one (one batch is read ahead, while the current one is written). The stream
-// hands the response everything the stringifier holds at once (`read()` in paused mode), up to
-// 64 KB a chunk rather than a chunk per record: a chunk per record costs a stream hop and an HTTP
-// chunk per row, which halved the throughput in bench/export.ts.
+// Each row is encoded as pg parses it: rows come as arrays of text (no type parsing, no row
+// objects), are never gathered into a result (exportStatements()), and each is appended as one
+// CSV line to the current chunk of text, handed out at CHUNK_CHARS. Nothing the export makes
+// outlives a young-generation collection or two, so nothing is promoted to V8's old generation,
+// where it would stay as garbage until a full collection: in a gateway of this size that comes
+// only after tens of MB (docs/performance.md, Export).
 //
-// The batches' statements run through pooledRows() (pg-pool's pool.query) rather than
-// db.query(): rows read through pg's promise API were promoted to V8's old generation and filled
-// it with garbage up to the next full collection (server/db/pooled.ts). Batches are small for the
-// same reason (EXPORT_BATCH_SIZE; docs/performance.md, Export).
-import { Readable, type Writable } from "node:stream";
-import { stringify, type Stringifier } from "csv-stringify";
+// Backpressure runs from the HTTP response to the database: the stream below hands the response
+// one chunk per read and holds at most the rest of the current batch and the batch read ahead
+// while it is written; the next statement runs only once the response has taken both.
+import { Readable } from "node:stream";
 import type { DataSource } from "typeorm";
 import type { ExportMessagesQuery } from "../../contract/index.js";
-import { pooledRows } from "../db/pooled.js";
+import pg, { type Pool } from "pg";
+import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { CursorPosition } from "../http/cursor.js";
 import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { messageFilterSql } from "./reads.js";
@@ -46,36 +43,21 @@ export const EXPORT_COLUMNS = [
 ] as const;
 
 /**
- * Rows a batch. A batch's rows live until the last of them is written, and the read-ahead batch
- * as long again: 2,000-row batches outlasted two young-generation collections (one every
- * ~1,500-2,000 rows of an export), so V8 promoted most rows to the old generation, which grew by
- * ~30 MB for 200,000 rows. 500-row batches die young: no growth, same throughput.
+ * Rows a batch: one statement, its CSV text ~150-350 bytes a row. Larger batches save statements
+ * (each costs a plan and a round trip); smaller ones keep what the export holds (the batch being
+ * written and the one read ahead) small against the socket's own buffers.
  */
-export const EXPORT_BATCH_SIZE = 500;
+export const EXPORT_BATCH_SIZE = 2_000;
 
 /**
- * What the stringifier's readable side holds before its writes report it full, hence the largest
- * chunk the response is written in. Besides it, an export holds its two batches of rows.
+ * Characters a chunk of CSV text: well under V8's large-object size (128 KB), so that a chunk
+ * still queued when a young-generation collection comes is copied, not promoted at once to the
+ * old generation (which then grows until its next full collection).
  */
-const CSV_CHUNK_BYTES = 64 * 1024;
+const CHUNK_CHARS = 32 * 1024;
 
-/** Millisecond UTC instants, as in every JSON response. */
-const INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-
-interface ExportRow {
-  id: string;
-  position: string;
-  created_at: string;
-  updated_at: string;
-  connection: string;
-  direction: string;
-  status: string;
-  to: string | null;
-  from: string | null;
-  send_at: string | null;
-  provider_message_id: string | null;
-  error_code: string | null;
-}
+/** CSV line end (RFC 4180). */
+const CRLF = "\r\n";
 
 /** How many exports are reading now, and how those that ended ended (for tests and operators). */
 const counters = { reading: 0, completed: 0, abandoned: 0 };
@@ -83,20 +65,59 @@ export function exportCounters(): Readonly<typeof counters> {
   return { ...counters };
 }
 
-/** Runs one statement of the export and returns its rows. */
-export type ExportStatements = <T>(sql: string, params: unknown[]) => Promise<T[]>;
+/** A row as pg hands it over with no type parsing: one text (or null) per column. */
+type Cells = (string | null)[];
+
+/** Runs one statement of the export, handing over each row as it arrives; resolves once all have. */
+export type ExportStatements = (sql: string, params: unknown[], onRow: (cells: Cells) => void) => Promise<void>;
 
 export interface ExportOptions {
   batchSize?: number;
-  /** How the export's statements run; by default on the pool with pooledRows() (tests wrap it). */
+  /** How the export's statements run; by default exportStatements() (tests wrap it). */
   statements?: ExportStatements;
+}
+
+const TEXT_ONLY = { getTypeParser: () => (value: string) => value };
+
+/**
+ * The export's statements on the data source's pool: autocommit, rows as arrays of text handed
+ * over one by one as pg parses them, never gathered into a result (a pg Query with a row
+ * listener and no callback), so that each row is garbage before the next arrives.
+ */
+export function exportStatements(db: DataSource): ExportStatements {
+  const pool = (db.driver as PostgresDriver).master as Pool;
+  return async (text, values, onRow) => {
+    const client = await pool.connect();
+    let failure: Error | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const config: pg.QueryArrayConfig = { text, values, rowMode: "array", types: TEXT_ONLY };
+        const query = client.query(new pg.Query<Cells>(config));
+        query.on("row", onRow);
+        query.once("error", reject);
+        query.once("end", () => resolve());
+      });
+    } catch (err) {
+      failure = err as Error;
+      throw err;
+    } finally {
+      // As pool.query() does: a client whose statement failed is not handed out again.
+      client.release(failure);
+    }
+  };
+}
+
+/** One batch: its CSV text, and the position after its last row when the batch was full. */
+interface CsvBatch {
+  csv: string[];
+  next: CursorPosition | undefined;
 }
 
 /**
  * The export as a stream of CSV text (header row first). The first batch is read before this
  * resolves, so a database failure at the start is an ordinary error response; a failure later
  * destroys the stream with the error. Destroying the stream (the client went away) stops the
- * reading: the feeder returns at its next step, after at most the read-ahead batch.
+ * reading: no statement starts after it, and at most the read-ahead one finishes.
  */
 export async function openMessagesCsv(
   db: DataSource,
@@ -105,87 +126,121 @@ export async function openMessagesCsv(
   options: ExportOptions = {},
 ): Promise<Readable> {
   const batchSize = options.batchSize ?? EXPORT_BATCH_SIZE;
-  const run: ExportStatements = options.statements ?? ((sql, params) => pooledRows(db, sql, params));
+  const run = options.statements ?? exportStatements(db);
   // The window is fixed once, on the database clock that wrote created_at.
-  const [{ cutoff }] = (await run<{ cutoff: string }>(
-    `SELECT to_char((now() - make_interval(days => $1)) AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT}) AS cutoff`,
-    [query.days],
-  )) as [{ cutoff: string }];
+  let cutoff = "";
+  await run(`SELECT to_char((now() - make_interval(days => $1)) AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT})`, [query.days], (r) => (cutoff = r[0]!));
   const filters = { connection: query.connection, status: query.status, direction: query.direction };
-  const readBatch = async (before?: CursorPosition): Promise<RowBatch> => {
+  const readBatch = async (before?: CursorPosition): Promise<CsvBatch> => {
     const { where, params } = messageFilterSql(workspaceId, filters, before);
     params.push(cutoff, batchSize);
-    const rows = await run<ExportRow>(
+    // Instants as UTC timestamps in PostgreSQL's ISO output (what pg itself parses), to the
+    // microsecond: millisecondInstant() shortens them for the cells, the last keeps its position.
+    const csv: string[] = [];
+    let text = "";
+    let rows = 0;
+    let last: Cells | undefined;
+    const onRow = (r: Cells) => {
+      text += csvLine(r);
+      if (text.length >= CHUNK_CHARS) {
+        csv.push(text);
+        text = "";
+      }
+      rows++;
+      last = r;
+    };
+    await run(
       `SELECT m.id,
-              to_char(m.created_at AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT}) AS position,
-              to_char(m.created_at AT TIME ZONE 'UTC', ${INSTANT}) AS created_at,
-              to_char(m.updated_at AT TIME ZONE 'UTC', ${INSTANT}) AS updated_at,
-              c.slug AS connection, m.direction, m.status,
+              m.created_at AT TIME ZONE 'UTC',
+              m.updated_at AT TIME ZONE 'UTC',
+              c.slug, m.direction, m.status,
               CASE jsonb_typeof(m.recipient)
                 WHEN 'string' THEN m.recipient #>> '{}'
                 ELSE coalesce(m.recipient ->> 'phone', m.recipient ->> 'group')
-              END AS "to",
-              coalesce(m.sender, CASE WHEN m.direction = 'outbound' THEN c.phone END) AS "from",
-              to_char(m.send_at AT TIME ZONE 'UTC', ${INSTANT}) AS send_at,
+              END,
+              coalesce(m.sender, CASE WHEN m.direction = 'outbound' THEN c.phone END),
+              m.send_at AT TIME ZONE 'UTC',
               m.provider_message_id, m.error_code
          FROM messages m JOIN connections c ON c.id = m.connection_id
         WHERE ${where} AND m.created_at >= $${params.length - 1}::timestamptz
         ORDER BY m.created_at DESC, m.id DESC
         LIMIT $${params.length}`,
       params,
+      onRow,
     );
-    const last = rows[rows.length - 1];
-    return { rows, full: rows.length === batchSize, last: last && { created_at: last.position, id: last.id } };
+    if (text !== "") csv.push(text);
+    const full = rows === batchSize && last !== undefined;
+    return { csv, next: full ? { created_at: `${last![1]!.replace(" ", "T")}Z`, id: last![0]! } : undefined };
   };
   const first = await readBatch();
   return csvStream(first, readBatch);
 }
 
-interface RowBatch {
-  rows: ExportRow[];
-  /** A full batch: there may be more rows after `last`. */
-  full: boolean;
-  last: CursorPosition | undefined;
+/** One row as a line of CSV, in the columns of EXPORT_COLUMNS. */
+function csvLine(r: Cells): string {
+  return (
+    csvCell(r[0]!) + "," + millisecondInstant(r[1]!) + "," + millisecondInstant(r[2]!) + "," + csvCell(r[3]!) + "," + r[4]! + "," +
+    csvCell(r[5]!) + "," + csvCell(r[6]!) + "," + csvCell(r[7]!) + "," + (r[8] === null ? "" : millisecondInstant(r[8]!)) + "," +
+    csvCell(r[9]!) + "," + csvCell(r[10]!) + CRLF
+  );
 }
 
 /**
- * The CSV text of the export: a stringifier fed record by record (feed()), read by a stream that
- * takes all it holds whenever the consumer wants more. Destroying the stream destroys the
- * stringifier, which stops the feeder; a failed batch destroys the stream with the error.
+ * `2024-11-22 10:00:00.123456` (a UTC timestamp as PostgreSQL writes it: the fraction's trailing
+ * zeros dropped, no fraction at all on a whole second) → `2024-11-22T10:00:00.123Z`, milliseconds
+ * truncated as to_char's MS does, like every instant in a JSON response.
  */
-function csvStream(first: RowBatch, readBatch: (before: CursorPosition) => Promise<RowBatch>): Readable {
-  const csv = stringify({ record_delimiter: "windows", readableHighWaterMark: CSV_CHUNK_BYTES, encoding: "utf8" });
-  let wanted = false;
-  let feeding = false;
-  const pull = () => {
-    while (wanted) {
-      // Paused mode: everything the stringifier holds, as one string.
-      const chunk = csv.read() as string | null;
-      if (chunk === null) return; // "readable" calls again
-      wanted = out.push(chunk);
+function millisecondInstant(ts: string): string {
+  const ms = ts.length > 20 ? (ts.slice(20, 23) + "00").slice(0, 3) : "000";
+  return ts.slice(0, 10) + "T" + ts.slice(11, 19) + "." + ms + "Z";
+}
+
+/**
+ * Cells that need no care: empty, or not starting like a formula and holding no comma, double
+ * quote, CR or LF; or a phone number in international form. One test covers nearly every cell.
+ */
+const PLAIN_CELL = /^(?:[^=+\-@\t\r\n",][^",\r\n]*|\+[0-9]+)?$/;
+const FORMULA_START = /^[=+\-@\t\r\n]/;
+/** A phone number in international form: a plus and digits, nothing a spreadsheet could run. */
+const INTERNATIONAL_NUMBER = /^\+[0-9]+$/;
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/**
+ * One cell as CSV text. CSV injection (OWASP): a cell that a spreadsheet would read as a formula
+ * (starting with = + - @ tab CR or LF) gets a leading single quote. Phone numbers (`+15550001111`)
+ * are left intact: digits cannot call a function or reach another application, and every
+ * `to`/`from` would otherwise be altered. Then a cell with a comma, a double quote, CR or LF is
+ * quoted, its double quotes doubled (RFC 4180). Null is empty.
+ */
+function csvCell(value: string | null): string {
+  if (value === null) return "";
+  if (PLAIN_CELL.test(value)) return value;
+  const guarded = FORMULA_START.test(value) && !INTERNATIONAL_NUMBER.test(value) ? `'${value}` : value;
+  return NEEDS_QUOTES.test(guarded) ? `"${guarded.replaceAll('"', '""')}"` : guarded;
+}
+
+/**
+ * The CSV text of the export as a stream: the header row, then each batch's chunks, one a read.
+ * The next batch is read while the current one's chunks are handed over, so the export holds at
+ * most what the response has not taken of one batch and the batch read ahead.
+ */
+function csvStream(first: CsvBatch, readBatch: (before: CursorPosition) => Promise<CsvBatch>): Readable {
+  async function* chunks(): AsyncGenerator<string> {
+    yield EXPORT_COLUMNS.join(",") + CRLF;
+    let batch = first;
+    for (;;) {
+      const ahead = batch.next ? readBatch(batch.next) : undefined;
+      // Handled here so that a read-ahead abandoned with the stream is no unhandled rejection;
+      // awaited below.
+      ahead?.catch(() => undefined);
+      yield* batch.csv;
+      if (!ahead) return;
+      batch = await ahead;
     }
-  };
-  // Text stays text down to the socket: no second copy of each chunk as a Buffer.
-  const out = new Readable({
-    encoding: "utf8",
-    highWaterMark: 1,
-    read() {
-      wanted = true;
-      // The rows after the first batch are read once the consumer starts reading.
-      if (!feeding) {
-        feeding = true;
-        feed(csv, first, readBatch).catch((err: unknown) => out.destroy(err as Error));
-      }
-      pull();
-    },
-    destroy(err, callback) {
-      csv.destroy();
-      callback(err);
-    },
-  });
-  csv.on("readable", pull);
-  csv.once("end", () => out.push(null));
-  csv.once("error", (err) => out.destroy(err));
+  }
+  // Text stays text down to the socket; a high-water mark of one byte: every chunk waits for the
+  // response to ask for it.
+  const out = Readable.from(chunks(), { objectMode: false, encoding: "utf8", highWaterMark: 1 });
 
   counters.reading++;
   let settled = false;
@@ -199,61 +254,6 @@ function csvStream(first: RowBatch, readBatch: (before: CursorPosition) => Promi
   out.once("end", () => settle(true));
   out.once("close", () => settle(false));
   return out;
-}
-
-/** The header row, then every batch's rows, the next batch read while this one is written. */
-async function feed(csv: Stringifier, first: RowBatch, readBatch: (before: CursorPosition) => Promise<RowBatch>): Promise<void> {
-  csv.write([...EXPORT_COLUMNS]);
-  let batch = first;
-  for (;;) {
-    // Destroyed: the consumer went away while this waited for the stringifier or the database.
-    if (csv.destroyed) return;
-    const next = batch.full && batch.last ? readBatch(batch.last) : undefined;
-    // Handled here so that an abandoned read-ahead is not an unhandled rejection; awaited below.
-    next?.catch(() => undefined);
-    for (const row of batch.rows) {
-      if (csv.destroyed) return;
-      if (!csv.write(record(row))) await drained(csv);
-    }
-    if (!next) break;
-    batch = await next;
-  }
-  if (!csv.destroyed) csv.end();
-}
-
-/** Resolves once `stream` takes writes again, or is destroyed. */
-function drained(stream: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    if (stream.destroyed) return resolve();
-    const done = () => {
-      stream.off("drain", done);
-      stream.off("close", done);
-      resolve();
-    };
-    stream.on("drain", done);
-    stream.on("close", done);
-  });
-}
-
-/** One record of the export, every cell neutralized. */
-function record(r: ExportRow): (string | null)[] {
-  return [r.id, r.created_at, r.updated_at, r.connection, r.direction, r.status, r.to, r.from, r.send_at, r.provider_message_id, r.error_code].map(
-    neutralizeFormula,
-  );
-}
-
-const FORMULA_START = /^[=+\-@\t\r\n]/;
-/** A phone number in international form: a plus and digits, nothing a spreadsheet could run. */
-const INTERNATIONAL_NUMBER = /^\+[0-9]+$/;
-
-/**
- * CSV injection (OWASP): a cell that a spreadsheet would read as a formula gets a leading single
- * quote. Phone numbers (`+15550001111`) are left intact: digits cannot call a function or reach
- * another application, and every `to`/`from` would otherwise be altered.
- */
-export function neutralizeFormula(value: string | null): string | null {
-  if (value === null || !FORMULA_START.test(value) || INTERNATIONAL_NUMBER.test(value)) return value;
-  return `'${value}`;
 }
 
 /** `messages-2024-11-22.csv` (UTC date of the export). */
