@@ -25,18 +25,6 @@ describe("conversations", () => {
   }
 
   describe("replies", () => {
-    it("quotes an inbound message in its chat, and the network gets the quote", async () => {
-      const contact = uniquePhone();
-      const inbound = await inboundFrom(c, contact);
-      const res = await c.client.conversations.reply({ params: { id: inbound.id }, body: { body: "thanks!" } });
-      expect(res.status).to.equal(202);
-      if (res.status !== 202) return;
-      expect(res.body).to.include({ reply_to: inbound.id, to: contact, connection: c.slug, direction: "outbound", body: "thanks!" });
-      await waitForMessage(c, res.body.id, (m) => m.provider_message_id !== null);
-      const got = await waitFor(() => receivedBy(contact), (r) => r.length === 1);
-      expect(got[0]).to.include({ kind: "message", message_id: res.body.id, quoted_message_id: inbound.id, body: "thanks!" });
-    });
-
     it("replays an Idempotency-Key with the same body, refuses it with another quoted message, and writes once", async () => {
       const contact = uniquePhone();
       const first = await inboundFrom(c, contact, { body: "one" });

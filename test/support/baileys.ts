@@ -1,12 +1,13 @@
 // Driving the Baileys engine of the test gateway: connections created on it, paired by the
 // stand-in phone (test/support/baileys-stand-in.ts) the way a person pairs a real one.
-import { randomBytes } from "node:crypto";
+import { createCipheriv, createHash, createHmac, randomBytes } from "node:crypto";
+import { proto } from "@whiskeysockets/baileys";
 import type { Connection } from "../../contract/index.js";
 import { expectOk } from "../../sdk/src/index.js";
 import type { BaileysEngine } from "../../server/engines/baileys/engine.js";
 import { testEnv } from "../setup.js";
 import type { Client } from "./actors.js";
-import { standIn, type StandInSocket } from "./baileys-stand-in.js";
+import { pollSecret, standIn, type StandInSocket } from "./baileys-stand-in.js";
 import { qrOf, waitForConnection } from "./sandbox.js";
 import { waitFor } from "./wait.js";
 
@@ -47,4 +48,19 @@ export async function pairBaileys(client: Client, slug: string, phone: string, l
   socket.scan(phone, lid);
   const connection = await waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone);
   return { connection, lid };
+}
+
+/**
+ * A contact's vote on the poll `pollId` as their phone encrypts it: AES-GCM under a key derived
+ * from the poll's secret (the library's decryptPollVote, reversed); options by name.
+ */
+export function encryptedVote(pollId: string, creatorJid: string, voterJid: string, options: string[]): { encPayload: Buffer; encIv: Buffer } {
+  const sign = Buffer.concat([Buffer.from(pollId), Buffer.from(creatorJid), Buffer.from(voterJid), Buffer.from("Poll Vote"), Buffer.from([1])]);
+  const key0 = createHmac("sha256", Buffer.alloc(32)).update(pollSecret(pollId)).digest();
+  const key = createHmac("sha256", key0).update(sign).digest();
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(Buffer.from(`${pollId}\u0000${voterJid}`));
+  const plain = proto.Message.PollVoteMessage.encode({ selectedOptions: options.map((o) => createHash("sha256").update(o).digest()) }).finish();
+  return { encPayload: Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]), encIv: iv };
 }
