@@ -285,8 +285,6 @@ const baileysDriver: EngineDriver = {
   },
 };
 
-after(() => mediaServer.close());
-
 for (const driver of [sandboxDriver, baileysDriver]) {
   describe(`engine contract: ${driver.name}`, function () {
     this.timeout(60_000);
@@ -303,6 +301,7 @@ for (const driver of [sandboxDriver, baileysDriver]) {
       const phone = uniquePhone("+1556");
       connection = await driver.pair(client, slug, phone);
     });
+    after(() => mediaServer.close());
 
     it("pairs by QR: the connection reads connected with the scanning phone's number", async () => {
       const c = await expectOk(client.connections.get({ params: { connection: slug } }));
