@@ -45,6 +45,7 @@ function sinksFor(names: ReturnType<typeof brokerNames>, urls: { nats?: string; 
     db,
     logger,
     metrics: new Metrics(),
+    listener: bench.gateway.ctx.listener,
   });
 }
 

@@ -32,14 +32,14 @@ const running: EventSinks[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
 /** Sinks as a gateway process starts them, on this test's names; resolves once they have their place in the log. */
-async function startSinks(names: ReturnType<typeof brokerNames>, urls: { nats?: string; amqp?: string }): Promise<Started> {
+async function startSinks(names: ReturnType<typeof brokerNames>, urls: { nats?: string; amqp?: string }, idleMs = 20): Promise<Started> {
   const metrics = new Metrics();
   const sinks = createEventSinks({
     config: { events: { natsUrl: urls.nats, natsStream: names.natsStream, amqpUrl: urls.amqp, amqpExchange: names.amqpExchange, subjectPrefix: names.subjectPrefix, retentionDays: 30 } },
     db: db(),
     logger: createLogger("silent"),
     metrics,
-    tuning: { batch: 200, idleMs: 20, leaseSeconds: 5, publishTimeoutMs: 2_000 },
+    tuning: { batch: 200, idleMs, leaseSeconds: 5, publishTimeoutMs: 2_000 },
   });
   running.push(sinks);
   sinks.start();
@@ -243,6 +243,27 @@ describe("event sinks (NATS JetStream, RabbitMQ)", function () {
     await amqpProxy.restore();
     const amqp = await waitFor(async () => ofWorkspace(ws, queue.messages), (list) => list.length >= 40, 30_000);
     expect(amqp.map((m) => m.id).sort()).to.deep.equal([...ids].sort());
+  });
+
+  it("publishes at once when woken (an event's notification) rather than after its idle wait", async () => {
+    const names = brokerNames();
+    cleanups.push(() => deleteStream(names.natsStream));
+    // Idle for a minute between looks: only a wake-up can publish within the wait below.
+    const { sinks, metrics } = await startSinks(names, { nats: NATS_URL }, 60_000);
+    const ws = workspace();
+    const ids = await recordMany(ws, 3);
+    // Woken at every look, as each recording statement's notification does (an event is published
+    // once no transaction that began before it is still open: other tests' may be).
+    const nats = await waitFor(
+      async () => {
+        sinks.wake();
+        return ofWorkspace(ws, await readStream(names.natsStream));
+      },
+      (list) => list.length >= 3,
+      15_000,
+    );
+    expect(nats.map((m) => m.id).sort()).to.deep.equal([...ids].sort());
+    expect(await metricValue(metrics, "svc_event_sink_published_total", "nats")).to.be.at.least(3);
   });
 
   it("two processes' sinks on one outbox publish each event once, in order", async () => {

@@ -3,10 +3,12 @@
 // webhooks or the other broker. Started and stopped with the gateway's other loops.
 import { Counter, Gauge } from "prom-client";
 import type { DataSource } from "typeorm";
+import type { DatabaseListener } from "../../db/listener.js";
 import type { EventsConfig } from "../../config.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../ops/metrics.js";
+import { EVENTS_CHANNEL } from "../../webhooks/fanout.js";
 import { AmqpPublisher } from "./amqp.js";
 import { NatsPublisher } from "./nats.js";
 import { EventSink } from "./sink.js";
@@ -15,6 +17,8 @@ export interface EventSinks {
   readonly sinks: readonly EventSink[];
   start(): void;
   stop(): Promise<void>;
+  /** An event was recorded (its statement's notification): look now rather than at the next poll. */
+  wake(): void;
 }
 
 export interface EventSinksDeps {
@@ -22,6 +26,8 @@ export interface EventSinksDeps {
   db: DataSource;
   logger: Logger;
   metrics: Metrics;
+  /** The process's LISTEN connection: every statement recording events wakes the sinks (none on the embedded database). */
+  listener?: DatabaseListener;
   /** Tests: smaller batches, shorter idle waits and leases. */
   tuning?: { batch?: number; idleMs?: number; leaseSeconds?: number; publishTimeoutMs?: number };
 }
@@ -71,6 +77,10 @@ export function createEventSinks(deps: EventSinksDeps): EventSinks {
     const seconds = new Gauge({ name: "svc_event_sink_lag_seconds", help: "Age of the oldest event not yet published (0 when none waits), by broker", labelNames: ["sink"] as const, registers: [metrics.registry] });
   }
 
+  deps.listener?.on(EVENTS_CHANNEL, () => {
+    for (const s of sinks) s.sink.wake();
+  });
+
   return {
     sinks: sinks.map((s) => s.sink),
     start() {
@@ -78,6 +88,9 @@ export function createEventSinks(deps: EventSinksDeps): EventSinks {
     },
     async stop() {
       await Promise.all(sinks.map((s) => s.sink.stop()));
+    },
+    wake() {
+      for (const s of sinks) s.sink.wake();
     },
   };
 }

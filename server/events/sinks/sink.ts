@@ -88,6 +88,11 @@ export class EventSink {
     this.loop.start();
   }
 
+  /** Publishes what was recorded now rather than after the idle wait. */
+  wake(): void {
+    this.loop.wake();
+  }
+
   async stop(): Promise<void> {
     await this.loop.stop();
     await this.options.publisher.close();
