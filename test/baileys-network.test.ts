@@ -178,7 +178,7 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       expect((await expectOk(client.messages.get({ params: { id: g.id } }))).timeline.filter((t) => t.detail?.startsWith("by "))).to.have.length(3);
     });
 
-    it("records view-once, associated, sticker, video-note, contact and button/list replies as what they are", async () => {
+    it("records view-once, associated, sticker, video-note, contact(s) and button/list/template/interactive replies as what they are", async () => {
       const { slug, socket } = await paired("coverage");
       const jid = `${digits(uniquePhone("+1559"))}@s.whatsapp.net`;
       const vcard = "BEGIN:VCARD\nVERSION:3.0\nFN:Ada\nTEL;type=CELL:+15550009999\nEND:VCARD";
@@ -190,6 +190,14 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
         [{ contactMessage: { displayName: "Ada", vcard } }, (m) => expect(m.body).to.equal(vcard)],
         [{ buttonsResponseMessage: { selectedButtonId: "b1", selectedDisplayText: "Yes, please" } }, (m) => expect(m.body).to.equal("Yes, please")],
         [{ listResponseMessage: { title: "Tuesday 10:00", singleSelectReply: { selectedRowId: "r2" } } }, (m) => expect(m.body).to.equal("Tuesday 10:00")],
+        [{ templateButtonReplyMessage: { selectedId: "t1", selectedDisplayText: "Call me back", selectedIndex: 0 } }, (m) => expect(m.body).to.equal("Call me back")],
+        [{ interactiveResponseMessage: { body: { text: "Book it" }, nativeFlowResponseMessage: { name: "flow", paramsJson: "{}" } } }, (m) => expect(m.body).to.equal("Book it")],
+        [
+          { contactsArrayMessage: { displayName: "2 contacts", contacts: [{ displayName: "Ada", vcard }, { displayName: "Grace" }] } },
+          // Each card in turn; one without a vCard by its name.
+          (m) => expect(m.body).to.equal(`${vcard}\nGrace`),
+        ],
+        [{ viewOnceMessageV2Extension: { message: { audioMessage: { mimetype: "audio/ogg; codecs=opus", ptt: true } } } }, (m) => expect(m.media).to.deep.include({ kind: "audio" })],
       ];
       for (const [message, check] of cases) {
         const m = { key: { id: networkId(), remoteJid: jid, fromMe: false }, message, messageTimestamp: now() } as WAMessage;
@@ -309,6 +317,26 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       } finally {
         files.close();
       }
+    });
+  });
+
+  describe("a number not on the network", () => {
+    it("ends failed with not_on_network after the cached check, writing nothing; a number on it is written", async () => {
+      const { slug, socket } = await paired("off-network");
+      const off = uniquePhone("+1559");
+      standIn.world.offNetwork.add(`${digits(off)}@s.whatsapp.net`);
+      const lookups = () => socket.calls.filter((c) => c.method === "onWhatsApp" && c.args[0] === `${digits(off)}@s.whatsapp.net`).length;
+      for (const body of ["first", "second"]) {
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to: off, body } }));
+        const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "failed", 15_000);
+        expect(m).to.deep.include({ status: "failed", error: { code: "not_on_network", message: `${off} is not on the network` } });
+      }
+      expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(off)}@s.whatsapp.net`), "nothing written to it").to.have.length(0);
+      expect(lookups(), "the second send took the remembered answer").to.equal(1);
+      const on = uniquePhone("+1559");
+      const sent = await expectOk(client.messages.send({ body: { connection: slug, to: on, body: "hello" } }));
+      await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
+      expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(on)}@s.whatsapp.net`)).to.have.length(1);
     });
   });
 

@@ -112,6 +112,7 @@ export class BaileysEngine implements Engine {
       logger: options.logger,
       store: new SessionStore(options.db, options.secretKey),
       leases: this.leases,
+      numberChecks: this.numberChecks,
       factory: (socketOptions) => this.socketFactory()(socketOptions),
       mediaPolicy: options.mediaPolicy,
       proxyUrlOf: (id) => this.proxyUrlOf(id),
@@ -376,13 +377,10 @@ export class BaileysEngine implements Engine {
 
   /** A day's remembered answer from any process; else the network, through this process's socket. */
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
-    const known = await this.numberChecks.get(connection.id, phone);
-    if (known !== null) return { checked: true, onNetwork: known };
     const session = this.sessions.get(connection.id);
-    if (!session) return { checked: false, onNetwork: null };
-    const check = await session.checkNumber(phone);
-    if (check.checked && check.onNetwork !== null) await this.numberChecks.remember(connection.id, phone, check.onNetwork);
-    return check;
+    if (session) return session.numberCheck(phone);
+    const known = await this.numberChecks.get(connection.id, phone);
+    return known === null ? { checked: false, onNetwork: null } : { checked: true, onNetwork: known };
   }
 
   /**
