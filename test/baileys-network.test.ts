@@ -20,6 +20,7 @@ import { sleep, waitFor } from "./support/wait.js";
 import { CREDS_SAVE_ATTEMPTS } from "../server/engines/baileys/session.js";
 import { wipeSession } from "../server/engines/baileys/auth-state.js";
 import { BaileysEngine, type BaileysOptions } from "../server/engines/baileys/engine.js";
+import { purgeConnection } from "../jobs/purge-connection.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -352,6 +353,40 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const unlinked = await waitFor(async () => standIn.socketsOf(id).find((s) => s !== socket && s.calls.some((c) => c.method === "logout")), (s) => s !== undefined);
       expect(unlinked!.user!.id).to.contain(":7@s.whatsapp.net");
       await waitFor(async () => (await db().query(`SELECT 1 FROM baileys_auth WHERE connection_id = $1`, [id])) as unknown[], (rows) => rows.length === 0);
+    });
+
+    it("waits out the lease of a holder that died, then unlinks with the credentials read at delete (the purge wipes them meanwhile)", async () => {
+      const { slug, id, socket } = await paired("unlink-dead");
+      await expectOk(client.connections.suspend({ params: { connection: slug } }));
+      await waitFor(async () => socket.ended, (ended) => ended);
+      // A process that held the socket and died: its lease runs for another 3 s.
+      await db().query(`INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, 'dead-process', now() + interval '3 seconds')`, [id]);
+      const before = standIn.socketsOf(id).length;
+      const deleted = Date.now();
+      expect((await client.connections.delete({ params: { connection: slug } })).status).to.equal(204);
+      // The delete's purge, run before the lease ran out: the stored credentials are gone.
+      await purgeConnection(db(), id);
+      const unlinked = await waitFor(async () => standIn.socketsOf(id).find((s) => s !== socket && s.calls.some((c) => c.method === "logout")), (s) => s !== undefined, 20_000);
+      expect(Date.now() - deleted, "not before the dead holder's lease ran out").to.be.at.least(2_900);
+      expect(unlinked!.user!.id).to.contain(":7@s.whatsapp.net");
+      expect(standIn.socketsOf(id).slice(before), "one socket, only to unlink").to.deep.equal([unlinked]);
+      await waitFor(async () => (await db().query(`SELECT 1 FROM baileys_auth WHERE connection_id = $1 UNION ALL SELECT 1 FROM baileys_leases WHERE connection_id = $1`, [id])) as unknown[], (rows) => rows.length === 0);
+    });
+
+    it("leaves the unlink to a live holder, which drops its lease at its next poll: no second socket here", async () => {
+      const { slug, id, socket } = await paired("unlink-live");
+      await expectOk(client.connections.suspend({ params: { connection: slug } }));
+      await waitFor(async () => socket.ended, (ended) => ended);
+      await db().query(`INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, 'live-process', now() + interval '20 seconds')`, [id]);
+      const before = standIn.socketsOf(id).length;
+      const deleting = client.connections.delete({ params: { connection: slug } });
+      // The live holder's renewal finds the connection deleted: it drops the row and unlinks its own socket.
+      await sleep(1_000);
+      await db().query(`DELETE FROM baileys_leases WHERE connection_id = $1 AND holder = 'live-process'`, [id]);
+      expect((await deleting).status).to.equal(204);
+      await sleep(1_000);
+      expect(standIn.socketsOf(id).slice(before)).to.have.length(0);
+      expect(await db().query(`SELECT 1 FROM baileys_leases WHERE connection_id = $1`, [id])).to.have.length(0);
     });
   });
 

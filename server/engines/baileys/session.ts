@@ -152,7 +152,11 @@ export class Session {
      * fresh code instead.
      */
     readonly pairing: { phone: string | null } | null = null,
-  ) {}
+    /** The auth state when already read (an unlink's, read before the delete's purge wipes it). */
+    auth: StoredAuth | null = null,
+  ) {
+    this.auth = auth;
+  }
 
   get pairingPhone(): string | null {
     return this.pairing?.phone ?? null;
