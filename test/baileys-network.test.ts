@@ -199,6 +199,10 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
           (m) => expect(m.body).to.equal(`${vcard}\nGrace`),
         ],
         [{ viewOnceMessageV2Extension: { message: { audioMessage: { mimetype: "audio/ogg; codecs=opus", ptt: true } } } }, (m) => expect(m.media).to.deep.include({ kind: "audio" })],
+        [{ groupMentionedMessage: { message: { extendedTextMessage: { text: "@everyone lunch" } } } }, (m) => expect(m.body).to.equal("@everyone lunch")],
+        // Replies from clients that sent no text: the id of what was chosen, never dropped.
+        [{ buttonsResponseMessage: { selectedButtonId: "btn-yes" } }, (m) => expect(m.body).to.equal("btn-yes")],
+        [{ listResponseMessage: { title: "", singleSelectReply: { selectedRowId: "row-2" } } }, (m) => expect(m.body).to.equal("row-2")],
       ];
       for (const [message, check] of cases) {
         const m = { key: { id: networkId(), remoteJid: jid, fromMe: false }, message, messageTimestamp: now() } as WAMessage;
