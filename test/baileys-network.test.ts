@@ -343,6 +343,19 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
       expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(on)}@s.whatsapp.net`)).to.have.length(1);
     });
+
+    it("sends anyway when the check cannot answer in time: the network decides", async () => {
+      const { slug, socket } = await paired("check-hangs");
+      standIn.world.hangChecks = true;
+      try {
+        const to = uniquePhone("+1559");
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body: "unchecked" } }));
+        await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 20_000);
+        expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(to)}@s.whatsapp.net`)).to.have.length(1);
+      } finally {
+        standIn.world.hangChecks = false;
+      }
+    });
   });
 
   describe("unlinking", () => {
