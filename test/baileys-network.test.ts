@@ -20,6 +20,7 @@ import { sleep, waitFor } from "./support/wait.js";
 import { CREDS_SAVE_ATTEMPTS } from "../server/engines/baileys/session.js";
 import { wipeSession } from "../server/engines/baileys/auth-state.js";
 import { BaileysEngine, type BaileysOptions } from "../server/engines/baileys/engine.js";
+import { purgeConnection } from "../jobs/purge-connection.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -178,7 +179,7 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       expect((await expectOk(client.messages.get({ params: { id: g.id } }))).timeline.filter((t) => t.detail?.startsWith("by "))).to.have.length(3);
     });
 
-    it("records view-once, associated, sticker, video-note, contact and button/list replies as what they are", async () => {
+    it("records view-once, associated, sticker, video-note, contact(s) and button/list/template/interactive replies as what they are", async () => {
       const { slug, socket } = await paired("coverage");
       const jid = `${digits(uniquePhone("+1559"))}@s.whatsapp.net`;
       const vcard = "BEGIN:VCARD\nVERSION:3.0\nFN:Ada\nTEL;type=CELL:+15550009999\nEND:VCARD";
@@ -190,6 +191,18 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
         [{ contactMessage: { displayName: "Ada", vcard } }, (m) => expect(m.body).to.equal(vcard)],
         [{ buttonsResponseMessage: { selectedButtonId: "b1", selectedDisplayText: "Yes, please" } }, (m) => expect(m.body).to.equal("Yes, please")],
         [{ listResponseMessage: { title: "Tuesday 10:00", singleSelectReply: { selectedRowId: "r2" } } }, (m) => expect(m.body).to.equal("Tuesday 10:00")],
+        [{ templateButtonReplyMessage: { selectedId: "t1", selectedDisplayText: "Call me back", selectedIndex: 0 } }, (m) => expect(m.body).to.equal("Call me back")],
+        [{ interactiveResponseMessage: { body: { text: "Book it" }, nativeFlowResponseMessage: { name: "flow", paramsJson: "{}" } } }, (m) => expect(m.body).to.equal("Book it")],
+        [
+          { contactsArrayMessage: { displayName: "2 contacts", contacts: [{ displayName: "Ada", vcard }, { displayName: "Grace" }] } },
+          // Each card in turn; one without a vCard by its name.
+          (m) => expect(m.body).to.equal(`${vcard}\nGrace`),
+        ],
+        [{ viewOnceMessageV2Extension: { message: { audioMessage: { mimetype: "audio/ogg; codecs=opus", ptt: true } } } }, (m) => expect(m.media).to.deep.include({ kind: "audio" })],
+        [{ groupMentionedMessage: { message: { extendedTextMessage: { text: "@everyone lunch" } } } }, (m) => expect(m.body).to.equal("@everyone lunch")],
+        // Replies from clients that sent no text: the id of what was chosen, never dropped.
+        [{ buttonsResponseMessage: { selectedButtonId: "btn-yes" } }, (m) => expect(m.body).to.equal("btn-yes")],
+        [{ listResponseMessage: { title: "", singleSelectReply: { selectedRowId: "row-2" } } }, (m) => expect(m.body).to.equal("row-2")],
       ];
       for (const [message, check] of cases) {
         const m = { key: { id: networkId(), remoteJid: jid, fromMe: false }, message, messageTimestamp: now() } as WAMessage;
@@ -312,6 +325,39 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     });
   });
 
+  describe("a number not on the network", () => {
+    it("ends failed with not_on_network after the cached check, writing nothing; a number on it is written", async () => {
+      const { slug, socket } = await paired("off-network");
+      const off = uniquePhone("+1559");
+      standIn.world.offNetwork.add(`${digits(off)}@s.whatsapp.net`);
+      const lookups = () => socket.calls.filter((c) => c.method === "onWhatsApp" && c.args[0] === `${digits(off)}@s.whatsapp.net`).length;
+      for (const body of ["first", "second"]) {
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to: off, body } }));
+        const m = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "failed", 15_000);
+        expect(m).to.deep.include({ status: "failed", error: { code: "not_on_network", message: `${off} is not on the network` } });
+      }
+      expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(off)}@s.whatsapp.net`), "nothing written to it").to.have.length(0);
+      expect(lookups(), "the second send took the remembered answer").to.equal(1);
+      const on = uniquePhone("+1559");
+      const sent = await expectOk(client.messages.send({ body: { connection: slug, to: on, body: "hello" } }));
+      await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 15_000);
+      expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(on)}@s.whatsapp.net`)).to.have.length(1);
+    });
+
+    it("sends anyway when the check cannot answer in time: the network decides", async () => {
+      const { slug, socket } = await paired("check-hangs");
+      standIn.world.hangChecks = true;
+      try {
+        const to = uniquePhone("+1559");
+        const sent = await expectOk(client.messages.send({ body: { connection: slug, to, body: "unchecked" } }));
+        await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "submitted" && x.provider_message_id !== null, 20_000);
+        expect(socket.calls.filter((c) => c.method === "sendMessage" && c.args[0] === `${digits(to)}@s.whatsapp.net`)).to.have.length(1);
+      } finally {
+        standIn.world.hangChecks = false;
+      }
+    });
+  });
+
   describe("unlinking", () => {
     it("removes the companion device on delete even when no process holds the socket", async () => {
       const { slug, id, socket } = await paired("unlink");
@@ -324,6 +370,40 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const unlinked = await waitFor(async () => standIn.socketsOf(id).find((s) => s !== socket && s.calls.some((c) => c.method === "logout")), (s) => s !== undefined);
       expect(unlinked!.user!.id).to.contain(":7@s.whatsapp.net");
       await waitFor(async () => (await db().query(`SELECT 1 FROM baileys_auth WHERE connection_id = $1`, [id])) as unknown[], (rows) => rows.length === 0);
+    });
+
+    it("waits out the lease of a holder that died, then unlinks with the credentials read at delete (the purge wipes them meanwhile)", async () => {
+      const { slug, id, socket } = await paired("unlink-dead");
+      await expectOk(client.connections.suspend({ params: { connection: slug } }));
+      await waitFor(async () => socket.ended, (ended) => ended);
+      // A process that held the socket and died: its lease runs for another 3 s.
+      await db().query(`INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, 'dead-process', now() + interval '3 seconds')`, [id]);
+      const before = standIn.socketsOf(id).length;
+      const deleted = Date.now();
+      expect((await client.connections.delete({ params: { connection: slug } })).status).to.equal(204);
+      // The delete's purge, run before the lease ran out: the stored credentials are gone.
+      await purgeConnection(db(), id);
+      const unlinked = await waitFor(async () => standIn.socketsOf(id).find((s) => s !== socket && s.calls.some((c) => c.method === "logout")), (s) => s !== undefined, 20_000);
+      expect(Date.now() - deleted, "not before the dead holder's lease ran out").to.be.at.least(2_900);
+      expect(unlinked!.user!.id).to.contain(":7@s.whatsapp.net");
+      expect(standIn.socketsOf(id).slice(before), "one socket, only to unlink").to.deep.equal([unlinked]);
+      await waitFor(async () => (await db().query(`SELECT 1 FROM baileys_auth WHERE connection_id = $1 UNION ALL SELECT 1 FROM baileys_leases WHERE connection_id = $1`, [id])) as unknown[], (rows) => rows.length === 0);
+    });
+
+    it("leaves the unlink to a live holder, which drops its lease at its next poll: no second socket here", async () => {
+      const { slug, id, socket } = await paired("unlink-live");
+      await expectOk(client.connections.suspend({ params: { connection: slug } }));
+      await waitFor(async () => socket.ended, (ended) => ended);
+      await db().query(`INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, 'live-process', now() + interval '20 seconds')`, [id]);
+      const before = standIn.socketsOf(id).length;
+      const deleting = client.connections.delete({ params: { connection: slug } });
+      // The live holder's renewal finds the connection deleted: it drops the row and unlinks its own socket.
+      await sleep(1_000);
+      await db().query(`DELETE FROM baileys_leases WHERE connection_id = $1 AND holder = 'live-process'`, [id]);
+      expect((await deleting).status).to.equal(204);
+      await sleep(1_000);
+      expect(standIn.socketsOf(id).slice(before)).to.have.length(0);
+      expect(await db().query(`SELECT 1 FROM baileys_leases WHERE connection_id = $1`, [id])).to.have.length(0);
     });
   });
 

@@ -22,7 +22,7 @@ export class Metrics {
   /** Engine activity, by engine name only (never a connection, number or session). */
   readonly engineSends = new Counter({
     name: "svc_engine_sends_total",
-    help: "Messages written to the network by engine and outcome (written, failed)",
+    help: "Messages handed to the network by engine and outcome (written, failed, not_on_network: not written, the number is not on the network)",
     labelNames: ["engine", "outcome"] as const,
     registers: [this.registry],
   });

@@ -32,7 +32,7 @@ export const BAILEYS_ENGINE = "baileys";
 const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
-/** How often a pair made on a process that does not hold the socket looks for the holder's answer. */
+/** How often a pair (or an unlink) made on a process that does not hold the socket looks again. */
 const PAIR_ELSEWHERE_POLL_MS = 250;
 /** How long an unlink waits for a socket opened only to unlink. */
 const UNLINK_OPEN_TIMEOUT_MS = 8_000;
@@ -112,6 +112,7 @@ export class BaileysEngine implements Engine {
       logger: options.logger,
       store: new SessionStore(options.db, options.secretKey),
       leases: this.leases,
+      numberChecks: this.numberChecks,
       factory: (socketOptions) => this.socketFactory()(socketOptions),
       mediaPolicy: options.mediaPolicy,
       proxyUrlOf: (id) => this.proxyUrlOf(id),
@@ -376,13 +377,10 @@ export class BaileysEngine implements Engine {
 
   /** A day's remembered answer from any process; else the network, through this process's socket. */
   async checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck> {
-    const known = await this.numberChecks.get(connection.id, phone);
-    if (known !== null) return { checked: true, onNetwork: known };
     const session = this.sessions.get(connection.id);
-    if (!session) return { checked: false, onNetwork: null };
-    const check = await session.checkNumber(phone);
-    if (check.checked && check.onNetwork !== null) await this.numberChecks.remember(connection.id, phone, check.onNetwork);
-    return check;
+    if (session) return session.numberCheck(phone);
+    const known = await this.numberChecks.get(connection.id, phone);
+    return known === null ? { checked: false, onNetwork: null } : { checked: true, onNetwork: known };
   }
 
   /**
@@ -393,17 +391,41 @@ export class BaileysEngine implements Engine {
   async logout(connection: EngineConnection): Promise<void> {
     let session = this.sessions.get(connection.id);
     this.sessions.delete(connection.id);
-    if (!session && (await this.leases.acquire(connection.id))) {
-      const linked = await loadAuthState(this.options.db, this.options.secretKey, connection.id);
-      if (linked.state.creds.me) {
-        session = new Session(this.host, connection.id);
-        await session.connect().catch((err: unknown) => this.options.logger.warn({ err, connection_id: connection.id }, "baileys socket to unlink could not be opened"));
-        if (!(await session.opened(UNLINK_OPEN_TIMEOUT_MS))) this.options.logger.warn({ connection_id: connection.id }, "baileys device not unlinked: the socket did not open");
-      }
-    }
+    session ??= (await this.unlinkingSession(connection.id)) ?? undefined;
     if (session) await session.logout();
     await wipeSession(this.options.db, connection.id);
     await this.leases.release(connection.id);
+  }
+
+  /**
+   * A session opened with the stored credentials only to unlink, once this process holds the
+   * lease; null when no device is linked or a live holder unlinks it. The credentials are read
+   * first: the delete's purge wipes them from the database shortly after. A live holder drops the
+   * lease row at its next poll and unlinks itself; the lease of a holder that died is waited out
+   * (a lease period at most), never taken early: two sockets get the device logged out.
+   */
+  private async unlinkingSession(connectionId: string): Promise<Session | null> {
+    const linked = await loadAuthState(this.options.db, this.options.secretKey, connectionId);
+    if (!linked.state.creds.me) return null;
+    const deadline = Date.now() + this.options.leaseSeconds * 1000 + UNLINK_OPEN_TIMEOUT_MS;
+    for (let first = true; ; first = false) {
+      const claimed = await this.leases.claim(connectionId);
+      // Free after someone held it: that holder dropped it at its poll, and unlinks.
+      if (claimed === "free" && !first) {
+        await this.leases.release(connectionId);
+        return null;
+      }
+      if (claimed) break;
+      if (Date.now() > deadline || !this.running) {
+        this.options.logger.warn({ connection_id: connectionId }, "baileys device not unlinked here: another process still holds its lease");
+        return null;
+      }
+      await new Promise((r) => setTimeout(r, PAIR_ELSEWHERE_POLL_MS));
+    }
+    const session = new Session(this.host, connectionId, null, linked);
+    await session.connect().catch((err: unknown) => this.options.logger.warn({ err, connection_id: connectionId }, "baileys socket to unlink could not be opened"));
+    if (!(await session.opened(UNLINK_OPEN_TIMEOUT_MS))) this.options.logger.warn({ connection_id: connectionId }, "baileys device not unlinked: the socket did not open");
+    return session;
   }
 
   /** Suspended: close the socket here (another holder closes at its next poll); the link survives. */

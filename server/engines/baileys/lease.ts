@@ -32,15 +32,23 @@ export class Leases {
 
   /** Takes the lease when it is free, expired or already ours; false when another holds it. */
   async acquire(connectionId: string): Promise<boolean> {
-    const taken = await rows(
+    return (await this.claim(connectionId)) !== null;
+  }
+
+  /**
+   * acquire(), saying how: `free` (no row: nobody held it, or its holder dropped it), `taken`
+   * (an expired row, or our own, taken over); null when another holds it.
+   */
+  async claim(connectionId: string): Promise<"free" | "taken" | null> {
+    const [taken] = await rows<{ fresh: boolean }>(
       this.db,
       `INSERT INTO baileys_leases (connection_id, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
        ON CONFLICT (connection_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
          WHERE baileys_leases.holder = EXCLUDED.holder OR baileys_leases.expires_at < now()
-       RETURNING 1`,
+       RETURNING (xmax = 0) AS fresh`,
       [connectionId, this.holder, this.ttlSeconds],
     );
-    return taken.length > 0;
+    return taken ? (taken.fresh ? "free" : "taken") : null;
   }
 
   /**

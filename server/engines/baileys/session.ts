@@ -20,7 +20,7 @@ import type { Leases } from "./lease.js";
 import { chatAction, chatJid, libraryPresence, messageKey, pollContent, presenceState, quotedMessage, votedOptions, type ChatAction } from "./conversations.js";
 import { fetchMedia } from "./media.js";
 import { RetryCounters } from "./retry-counters.js";
-import { CheckThrottle } from "./number-checks.js";
+import { CheckThrottle, type NumberCheckCache } from "./number-checks.js";
 import type { EngineSocket, SocketFactory } from "./socket.js";
 import type { SessionStore } from "./store.js";
 import { isGroupJid, isIgnoredJid, lidAddress, lidOfJid, lidPairs, messageContent, messageTime, networkMessageId, outboundContent, phoneJid, phoneOfJid, recipientJid, statusOfCode } from "./translate.js";
@@ -57,6 +57,8 @@ export interface SessionHost {
   logger: Logger;
   store: SessionStore;
   leases: Leases;
+  /** Number checks remembered a day per connection (number-checks.ts). */
+  numberChecks: NumberCheckCache;
   factory: SocketFactory;
   mediaPolicy: UrlCheckOptions;
   /** The proxy a connection's socket goes through now (its own, else the default); undefined for none. */
@@ -150,7 +152,11 @@ export class Session {
      * fresh code instead.
      */
     readonly pairing: { phone: string | null } | null = null,
-  ) {}
+    /** The auth state when already read (an unlink's, read before the delete's purge wipes it). */
+    auth: StoredAuth | null = null,
+  ) {
+    this.auth = auth;
+  }
 
   get pairingPhone(): string | null {
     return this.pairing?.phone ?? null;
@@ -703,6 +709,25 @@ export class Session {
     if (await this.host.store.recorded(this.connectionId, networkId)) return { providerMessageId: networkId };
     const socket = this.socket;
     if (!socket || !this.open) throw new EngineError("the session is not open (connecting or reconnecting)", false, "session_not_open");
+    // A number the network does not know: nothing is written (the network would take the message
+    // and deliver it to nobody); it ends `failed`, reported as the sandbox reports it, after the
+    // hand-off. A check that cannot answer lets the network decide.
+    const phone = phoneOfJid(recipientJid(message.to));
+    if (phone && (await this.numberCheck(phone)).onNetwork === false) {
+      this.host.count("send", "not_on_network");
+      void this.report([
+        {
+          type: "message.status",
+          event_id: `bly_st_${networkId}_failed`,
+          message_id: message.messageId,
+          provider_message_id: networkId,
+          status: "failed",
+          error: { code: "not_on_network", message: `${phone} is not on the network` },
+          timestamp: new Date().toISOString(),
+        },
+      ]).catch(() => undefined);
+      return { providerMessageId: networkId };
+    }
     const media = message.media ? await this.fetch(message.media) : null;
     await this.host.store.intend(this.connectionId, networkId, message.messageId);
     const content = message.poll ? pollContent(message.poll) : outboundContent(message.body, media, message.location);
@@ -723,8 +748,17 @@ export class Session {
     return { spec: media, ...fetched };
   }
 
+  /** A day's remembered answer, else the network's (remembered when it gave one). */
+  async numberCheck(phone: string): Promise<NumberCheck> {
+    const known = await this.host.numberChecks.get(this.connectionId, phone);
+    if (known !== null) return { checked: true, onNetwork: known };
+    const check = await this.askNetwork(phone);
+    if (check.checked && check.onNetwork !== null) await this.host.numberChecks.remember(this.connectionId, phone, check.onNetwork);
+    return check;
+  }
+
   /** Asks the network, in this session's turn (checks are throttled: number-checks.ts). */
-  async checkNumber(phone: string): Promise<NumberCheck> {
+  private async askNetwork(phone: string): Promise<NumberCheck> {
     if (!this.socket || !this.open) return { checked: false, onNetwork: null };
     const started = Date.now();
     if (!(await this.checks.turn(CHECK_TIMEOUT_MS))) return { checked: false, onNetwork: null };

@@ -171,8 +171,9 @@ export interface Content {
 
 export function messageContent(message: proto.IMessage | null | undefined): Content | null {
   if (!message) return null;
-  // Disappearing, view-once (each generation of it), captioned-document and associated child
-  // messages wrap the real one. Edits (editedMessage) are not new messages and are not unwrapped.
+  // Disappearing, view-once (each generation of it), captioned-document, associated child (an
+  // album's items) and group-mention messages wrap the real one. Edits (editedMessage) are not
+  // new messages and are not unwrapped.
   const inner =
     message.ephemeralMessage?.message ??
     message.viewOnceMessage?.message ??
@@ -180,16 +181,22 @@ export function messageContent(message: proto.IMessage | null | undefined): Cont
     message.viewOnceMessageV2Extension?.message ??
     message.documentWithCaptionMessage?.message ??
     message.associatedChildMessage?.message ??
+    message.groupMentionedMessage?.message ??
     message.lottieStickerMessage?.message;
   if (inner) return messageContent(inner);
-  // A reply chosen from buttons or a list is recorded as the text the person saw and chose.
+  // A reply chosen from buttons or a list is recorded as the text the person saw and chose, else
+  // (a client that sent no text) as the id of what they chose: never dropped.
   const text =
-    message.conversation ??
-    message.extendedTextMessage?.text ??
-    message.buttonsResponseMessage?.selectedDisplayText ??
-    message.templateButtonReplyMessage?.selectedDisplayText ??
-    message.listResponseMessage?.title ??
-    message.interactiveResponseMessage?.body?.text;
+    message.conversation ||
+    message.extendedTextMessage?.text ||
+    message.buttonsResponseMessage?.selectedDisplayText ||
+    message.buttonsResponseMessage?.selectedButtonId ||
+    message.templateButtonReplyMessage?.selectedDisplayText ||
+    message.templateButtonReplyMessage?.selectedId ||
+    message.listResponseMessage?.title ||
+    message.listResponseMessage?.singleSelectReply?.selectedRowId ||
+    message.interactiveResponseMessage?.body?.text ||
+    message.interactiveResponseMessage?.nativeFlowResponseMessage?.paramsJson;
   if (text) return { body: text.slice(0, 4096) };
   // A shared contact (or several) is recorded as its vCard text.
   const contacts = message.contactMessage ? [message.contactMessage] : (message.contactsArrayMessage?.contacts ?? []);
