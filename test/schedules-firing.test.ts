@@ -95,7 +95,10 @@ describe("schedules firing", () => {
     a = await connectedActor();
   });
 
-  it("done when: a weekly Monday 09:00 Europe/Berlin schedule, paused and resumed, fires through the sandbox to delivered", async () => {
+  it("done when: a weekly Monday 09:00 Europe/Berlin schedule, paused and resumed, fires through the sandbox to delivered", async function () {
+    // The sum of its bounded waits (the firing, then the delivery), not mocha's default 20 s: a
+    // loaded full run on the embedded database was cut at 20 s mid-wait.
+    this.timeout(20_000 + 20_000 + 10_000);
     const to = uniquePhone("+4915");
     expect((await sandbox("POST", "/numbers", { phone: to, on_network: true, receipts: "delivered" })).status).to.be.oneOf([200, 201]);
     const body = {
