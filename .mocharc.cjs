@@ -2,7 +2,8 @@
 // with a gateway and a scratch database of its own (test/setup.ts). Files named on the command line
 // (`npx mocha test/x.test.ts`) run alone, in one process, in the order given.
 //
-// TEST_SUITES picks what a run takes (CI runs the suite twice: docs/decisions.md, "Test runs"):
+// TEST_SUITES picks what a run takes (CI runs the database-dependent suites on both databases and
+// the others once, in passes side by side: docs/decisions.md, "Test runs"):
 //   all (default)  every file;
 //   per-database   the API and process suites, which depend on the database under them;
 //   once           the suites that do not (pure code, the packages, the browser): these run in
@@ -13,20 +14,27 @@ const { readdirSync } = require("node:fs");
 const ONCE = [
   // pure code, or loopback servers of their own
   "address-policy", "ai-vendors", "char-limits", "cursor", "ids", "json-body.property", "message-rules", "openapi",
-  "recurrence", "recurrence.property", "safe-request", "sdk-client", "sdk-webhooks",
-  // the packages and the README's code; `npm start` on the embedded database
-  "readme", "sdk-pack", "sdk-types", "dev-start",
+  "recurrence", "recurrence.property", "safe-request", "sdk-client", "sdk-webhooks", "web-format",
+  // the packages and the README's code; `npm start`, DATA_DIR and the CLI on the embedded database
+  // whatever the run's
+  "readme", "sdk-pack", "sdk-types", "dev-start", "data-dir",
   // the dashboard in Chromium
-  "web", "web-ai", "web-chats", "web-consent", "web-first-run", "web-groups", "web-schedules",
+  "web", "web-actions", "web-ai", "web-chats", "web-consent", "web-first-run", "web-groups", "web-schedules",
 ].map((name) => `test/${name}.test.ts`);
 
 /**
- * The longest files first (measured), so that no worker starts a long file when the others are
- * nearly done; every other file follows in name order.
+ * The longest files first (measured per file, one process at a time, on PostgreSQL and on the
+ * embedded database), so that no worker starts a long file when the others are nearly done;
+ * every other file follows in name order. One list for every TEST_SUITES: each pass takes its own.
  */
 const LONGEST_FIRST = [
-  "outage", "ai-runs", "baileys-processes", "web-first-run", "messages-crash", "schedules-firing", "web", "web-ai",
-  "data-dir", "sdk-pack", "session-send", "provider-callbacks", "webhook-delivery", "production-baileys",
+  // the API and process suites, by their time on the embedded database (the longer pass)
+  "ai-runs", "baileys-network", "baileys-processes", "event-sinks", "engine-contract", "connections", "cli",
+  "webhook-delivery", "conversations", "security", "messages-crash", "messages-read", "conversations-crash",
+  "schedules-firing", "webhooks", "production-mail", "outage", "sandbox", "session-send",
+  // the once-run suites
+  "sdk-pack", "web", "data-dir", "web-first-run", "sdk-types", "web-ai", "web-actions", "ai-vendors", "web-groups",
+  "web-chats", "dev-start", "web-schedules",
 ].map((name) => `test/${name}.test.ts`);
 
 function testFiles() {
@@ -34,6 +42,9 @@ function testFiles() {
     .map((f) => `test/${f}`)
     .filter((f) => f.endsWith(".test.ts"))
     .sort();
+  // A misspelt or renamed file would silently run in the wrong pass, or in no particular order.
+  const unknown = [...ONCE, ...LONGEST_FIRST].filter((f) => !all.includes(f));
+  if (unknown.length > 0) throw new Error(`.mocharc.cjs names test files that do not exist: ${unknown.join(", ")}`);
   const suites = process.env.TEST_SUITES || "all";
   const picked = {
     all: () => all,

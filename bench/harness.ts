@@ -2,7 +2,7 @@
 // DATABASE_URL is set, else the embedded one), a workspace with a key and a paired sandbox
 // connection, and autocannon run as a separate process so the load generator does not share the
 // gateway's event loop.
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import express from "express";
 import { mkdtempSync } from "node:fs";
@@ -152,4 +152,40 @@ export async function startBaseline(db: Gateway["ctx"]["db"]): Promise<{ url: st
   const server = app.listen(0, "127.0.0.1");
   await new Promise((r) => server.once("listening", r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/baseline`, close: () => server.close() };
+}
+
+/**
+ * A gateway process of its own on `databaseUrl`, as an operator starts one (`args`: the sources
+ * through tsx by default, or the built `dist/server/main.js`); resolves once /readyz answers.
+ */
+export async function startGatewayProcess(opts: { databaseUrl: string; secretKey: string; env?: Record<string, string>; args?: string[]; readyMs?: number; port?: number }): Promise<ChildProcess> {
+  const port = opts.port ?? (await freePort());
+  const proc = spawn(process.execPath, opts.args ?? ["--import", "tsx", "server/main.ts"], {
+    cwd: process.cwd(),
+    env: {
+      PATH: process.env.PATH ?? "",
+      NODE_ENV: "bench",
+      PORT: String(port),
+      DATABASE_URL: opts.databaseUrl,
+      DATA_DIR: mkdtempSync(join(tmpdir(), "svc-bench-child-")),
+      SECRET_KEY: opts.secretKey,
+      LOG_LEVEL: "warn",
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const readyMs = opts.readyMs ?? 30_000;
+  const until = Date.now() + readyMs;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`child gateway exited ${proc.exitCode}:\n${out}`);
+    if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) return proc;
+    if (Date.now() > until) {
+      proc.kill("SIGKILL");
+      throw new Error(`child gateway not ready within ${readyMs / 1000} s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

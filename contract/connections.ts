@@ -135,7 +135,7 @@ export const ConnectionSettings = z.object({
 });
 export type ConnectionSettings = z.infer<typeof ConnectionSettings>;
 
-// A key, or the dashboard's session (product.md, "Dashboard": it pairs phones with the cookie);
+// A key, or the dashboard's session (README.md, "The dashboard": it pairs phones with the cookie);
 // A key, or the dashboard's session (README.md, "The dashboard": it pairs phones with the cookie);
 // a session may change connections when its role may grant connections:write.
 const read = { security: { auth: "key_or_session", scope: "connections:read" }, tag: "Connections" } satisfies RouteMetadata;

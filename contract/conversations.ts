@@ -1,4 +1,4 @@
-// Conversations (product.md, "Conversations"): the chats of a connection, and what people do in a
+// Conversations (docs/conversations.md): the chats of a connection, and what people do in a
 // chat besides sending: reply quoting a message, react, edit or revoke what we sent, mark read,
 // show typing, open a contact's media, send a poll. Request bodies are `.strict()`, as everywhere.
 import { initContract } from "@ts-rest/core";
@@ -8,13 +8,13 @@ import { ChatAddress, Location, Media, Message, Recipient, SendMessageHeaders } 
 
 const c = initContract();
 
-/** The longest a message body may be (spec 2.1); an edit is held to it too. */
+/** The longest a message body may be (the spec's body limit, as a send's); an edit is held to it too. */
 export const BODY_MAX = 4096;
 /** How long after its hand-off our text can still be edited (the network's window). */
 export const EDIT_WINDOW_MINUTES = 15;
 /** How long after its hand-off our message can still be deleted for everyone (the network's window). */
 export const REVOKE_WINDOW_HOURS = 48;
-/** A poll's limits (product.md). */
+/** A poll's limits (docs/conversations.md). */
 export const POLL_LIMITS = { question: 255, optionsMin: 2, optionsMax: 12, option: 100 } as const;
 /** Typing or recording shown to a contact clears itself after this many seconds. */
 export const PRESENCE_CLEARS_AFTER_S = 25;

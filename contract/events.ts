@@ -1,4 +1,4 @@
-// Reading the event log back (product.md, "Event streams and replay"): the workspace's events in
+// Reading the event log back (docs/events.md): the workspace's events in
 // the order brokers get them, from a cursor, kept EVENTS_RETENTION_DAYS (30 by default).
 import { initContract } from "@ts-rest/core";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// Groups of a connection's number (product.md, "Groups"). Bodies are `.strict()`. A group is
+// Groups of a connection's number (docs/groups.md). Bodies are `.strict()`. A group is
 // addressed by its network id (e.g. `120363000000000001@g.us`), the same id a send names in
 // `to: {group}` and an inbound group message carries.
 import { initContract } from "@ts-rest/core";

@@ -171,7 +171,7 @@ export const PresenceEvent = z
   .strict();
 export type PresenceEvent = z.infer<typeof PresenceEvent>;
 
-/** The reports of what happens in a chat besides messages (product.md, "Conversations"). */
+/** The reports of what happens in a chat besides messages (docs/conversations.md). */
 export type ConversationEvent = ReactionEvent | EditedEvent | RevokedEvent | PollVoteEvent | PresenceEvent;
 
 export const ProviderEvent = z.discriminatedUnion("type", [

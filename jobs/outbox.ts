@@ -3,8 +3,10 @@
 // processes share the rows and a relay that died gives its rows back), saves each as a job whose
 // unique key is the row's id (a row relayed twice, after a crash between the save and the delete,
 // is one job), then deletes the batch. It is woken by NOTIFY svc_jobs, which every insert into the
-// outbox sends on commit, and polls besides (the embedded database has no LISTEN).
+// outbox sends on commit, and polls besides: every 10 s with LISTEN up, every 500 ms without
+// (the embedded database has no LISTEN; server/polling-loop.ts).
 import type { DataSource } from "typeorm";
+import type { DatabaseListener } from "../server/db/listener.js";
 import { rows } from "../server/db/rows.js";
 import type { Logger } from "../server/logger.js";
 import { PollingLoop } from "../server/polling-loop.js";
@@ -29,12 +31,13 @@ export class JobRelay {
     private readonly db: DataSource,
     private readonly jobs: JobRunner,
     logger: Logger,
-    options: { idleMs?: number } = {},
+    options: { idleMs?: number; listener?: DatabaseListener } = {},
   ) {
     this.loop = new PollingLoop({
       tick: () => this.relay(),
       full: (n) => n >= BATCH,
       idleMs: options.idleMs ?? 500,
+      ...(options.listener ? { notifiedBy: { listener: options.listener, channel: JOBS_CHANNEL } } : {}),
       logger,
       errorMessage: "job outbox relay failed",
     });

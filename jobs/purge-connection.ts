@@ -3,7 +3,6 @@
 // twice, or a later run after a crash half-way, finishes the same work. Messages go in batches so
 // a connection with millions of them never holds one huge transaction.
 import type { DataSource } from "typeorm";
-import type { AppContext } from "../server/context.js";
 import { rows } from "../server/db/rows.js";
 import { CONNECTION_PURGE_JOB, ConnectionPurgePayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
@@ -11,14 +10,14 @@ import { wipeSession } from "../server/engines/baileys/auth-state.js";
 
 const BATCH = 5_000;
 
-export function purgeConnectionJob(ctx: AppContext): JobDefinition<unknown> {
+export function purgeConnectionJob(db: DataSource): JobDefinition<unknown> {
   return {
     name: CONNECTION_PURGE_JOB,
     concurrency: 2,
     lockLifetimeMs: 10 * 60_000,
     async run(data) {
       const { connection_id } = ConnectionPurgePayload.parse(data);
-      await purgeConnection(ctx.db, connection_id);
+      await purgeConnection(db, connection_id);
     },
   };
 }

@@ -3,11 +3,11 @@
 // outbox (jobs/outbox.ts relays it). The job only names the delivery; the row decides: a delivery
 // that succeeded, was resent or was canceled meanwhile is left alone. Agenda delivers at least
 // once and the claim makes a second run a no-op.
-import type { AppContext } from "../server/context.js";
+import type { WebhookDeliverer } from "../server/webhooks/delivery.js";
 import { WEBHOOK_RETRY_JOB, WebhookRetryPayload } from "./names.js";
 import type { JobDefinition } from "./runner.js";
 
-export function webhookRetryJob(ctx: AppContext): JobDefinition<unknown> {
+export function webhookRetryJob(deliverer: WebhookDeliverer): JobDefinition<unknown> {
   return {
     name: WEBHOOK_RETRY_JOB,
     concurrency: 20,
@@ -16,7 +16,7 @@ export function webhookRetryJob(ctx: AppContext): JobDefinition<unknown> {
     removeOnComplete: true,
     async run(data) {
       const { delivery_id } = WebhookRetryPayload.parse(data);
-      await ctx.services.webhookDeliverer.attemptDue(delivery_id);
+      await deliverer.attemptDue(delivery_id);
     },
   };
 }

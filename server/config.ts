@@ -7,7 +7,7 @@ import { ENGINE_NAMES, ProxyUrl, type EngineName } from "../contract/connections
 import { createPrivateFile, ensurePrivateDir } from "./data-dir.js";
 import { parseAllowList, type AllowList } from "./outbound/address-policy.js";
 
-/** The largest AI_VENDOR_TIMEOUT_S: a run's lease (server/ai/runs.ts) outlasts it with a send to spare. */
+/** The largest AI_VENDOR_TIMEOUT_S: a run's lease (server/ai/runs/states.ts) outlasts it with a send to spare. */
 export const AI_VENDOR_TIMEOUT_MAX_S = 150;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;

@@ -1,16 +1,14 @@
 // Assembling the process: http (probes only) → database → jobs → the full app, and taking it apart again in reverse.
 import { ApiKeyCache } from "./auth/key-cache.js";
 import { DatabaseListener } from "./db/listener.js";
-import { JOBS_CHANNEL } from "../jobs/outbox.js";
-import { EVENTS_CHANNEL } from "./webhooks/fanout.js";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { JobRunner } from "../jobs/runner.js";
-import { createApp } from "./app.js";
 import { ConfigError, type Config } from "./config.js";
-import { createDispatcher, createProviderCallbacks, createServices, type AppContext } from "./context.js";
-import { defineJobs, scheduleRecurringJobs } from "../jobs/index.js";
+import { compose, composeApp, type Composed, type GatewayParts } from "./compose.js";
+import { createProviderCallbacks } from "./provider/index.js";
+import { scheduleRecurringJobs } from "../jobs/index.js";
 import { isDatabaseUnavailable, waitForDependency } from "./db/availability.js";
 import { databaseReachable, openDatabase, type Database } from "./db/database.js";
 import { EventFeed } from "./events/stream.js";
@@ -26,7 +24,8 @@ import { BaileysEngine } from "./engines/baileys/engine.js";
 import { rows } from "./db/rows.js";
 
 export interface Gateway {
-  ctx: AppContext;
+  /** The composed parts (server/compose.ts): services, configuration, database; for tests and benchmarks. */
+  ctx: GatewayParts;
   database: Database;
   /** The brokers' sinks of the event outbox (none unless EVENTS_NATS_URL / EVENTS_AMQP_URL). */
   eventSinks: EventSinks;
@@ -53,6 +52,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   let awaiting = "database";
   let handler: RequestListener = createStartingApp(config, logger, metrics, { unavailable: async () => [awaiting] });
   const server = createServer((req, res) => handler(req, res));
+  // Longer than the idle timeout of the proxies and clients that reuse connections (60 s is the
+  // common one): with Node's 5 s, a client reusing a connection just as the server closes it gets a
+  // reset (a dashboard test's API request did, on a loaded machine); the headers timeout stays above it.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
@@ -65,7 +69,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const opened: { close(): Promise<void> | void }[] = [];
   let database: Database;
   let jobs: JobRunner;
-  let ctx: AppContext;
+  let composed: Composed;
   try {
     database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs, httpUrl: url });
     opened.push(database);
@@ -80,10 +84,13 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     void mailer.checkReachable();
     const engines = new EngineRegistry();
     const db = database.dataSource;
+    // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
+    // up on every request there, and the loops woken by notifications poll.
+    const listener = new DatabaseListener(database.sharedSession ? null : database.url, logger);
     metrics.countConnectionsWith(() => rows(db, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`));
     // Engines report through it, so inbound messages start AI runs whatever engine received them.
     const providerCallbacks = createProviderCallbacks({ db, config });
-    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db, config, logger }));
+    if (config.sandboxEnabled) engines.register(createSandboxEngine({ db, config, logger, callbacks: providerCallbacks, listener }));
     // Always registered: a connection keeps the engine it was created with, whatever TRANSPORT says now.
     engines.register(
       new BaileysEngine({
@@ -102,27 +109,20 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         pace: config.baileys.pace,
       }),
     );
-    // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
-    // up on every request there, and the job relay and the webhook fan-out poll.
-    const listener = new DatabaseListener(database.sharedSession ? null : database.url, logger);
     const keyCache = new ApiKeyCache(database.sharedSession ? null : listener);
     const eventFeed = new EventFeed(database.dataSource);
-    const deps = { config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, listener, eventFeed };
-    const base = { ...deps, dispatcher: createDispatcher(deps) };
-    const started: AppContext = { ...base, services: createServices({ ...base, providerCallbacks }) };
-    ctx = started;
-    listener.on(JOBS_CHANNEL, () => started.services.jobRelay.wake());
-    listener.on(EVENTS_CHANNEL, () => started.services.webhookFanout.wake());
+    composed = compose({ config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, listener, eventFeed }, providerCallbacks);
+    const started = composed.parts;
     await listener.start();
     opened.push({ close: () => listener.stop() });
-    await defineJobs(started);
+    for (const job of composed.jobs) runner.define(job);
     // The database may drop (or refuse: too many connections) between opening and here: the first
     // writes wait for it as well. Each is safe to repeat.
     await waitForDependency(
       async () => {
         await bootstrap(started);
         await runner.start();
-        await scheduleRecurringJobs(started);
+        await scheduleRecurringJobs(runner);
       },
       { what: "the database (first writes)", waitMs: config.databaseWaitMs, setting: "DATABASE_WAIT_S", retryable: isDatabaseUnavailable, logger },
     );
@@ -133,20 +133,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     for (const o of opened.reverse()) await o.close();
     throw err;
   }
+  const ctx = composed.parts;
   const { engines, mailer } = ctx;
-  // Every loop of the process, in one list: started in this order, stopped in reverse with what
-  // was opened before them (the job runner, the LISTEN connection, the mailer, the database).
-  const eventSinks = createEventSinks(ctx);
-  const loops = [...(config.dispatch.enabled ? [ctx.dispatcher] : []), ctx.services.webhookDeliverer, ctx.services.webhookFanout, ctx.services.jobRelay, eventSinks];
-  for (const loop of loops) {
-    loop.start();
-    opened.push({ close: () => loop.stop() });
-  }
-
   let stopping = false;
-  handler = createApp(ctx, {
+  // Ready once the engines are open and the loops run: the full app serves from here on (the
+  // engines report through its callback route while they open), but a probe says ready only then.
+  let started = false;
+  handler = composeApp(composed, {
     async unavailable() {
       const down: string[] = [];
+      if (!started) down.push("engines (opening)");
       if (stopping) down.push("process (shutting down)");
       if (!(await databaseReachable(database.dataSource))) down.push("database");
       if (!jobs.ready) down.push("job runner");
@@ -160,6 +156,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   });
   // Engines report to our HTTP callback route, so they start once it listens.
   await engines.open();
+  // Every loop of the process, in one list: started in this order, stopped in reverse with what
+  // was opened before them (the job runner, the LISTEN connection, the mailer, the database).
+  // Last, with nothing awaited between them and the return: a signal while starting ends the
+  // process at once (server/main.ts), which must not cut a hand-off the dispatcher began.
+  const eventSinks = createEventSinks(ctx);
+  for (const loop of [...composed.loops, eventSinks]) {
+    loop.start();
+    opened.push({ close: () => loop.stop() });
+  }
+  started = true;
 
   return {
     ctx,
@@ -185,7 +191,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 }
 
 /** First start with an empty database: a workspace owned by ADMIN_EMAIL, and how to sign in. */
-async function bootstrap(ctx: AppContext): Promise<void> {
+async function bootstrap(ctx: GatewayParts): Promise<void> {
   if (!(await ctx.services.workspaces.isEmpty())) return;
   const owner = ctx.config.adminEmail;
   // An owner nobody can reach (admin@localhost) would lock the operator out of a production install.

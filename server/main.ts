@@ -19,9 +19,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   // Said before the gateway's modules load: under tsx (`npm start`) a first start compiles them all.
   logger.info({ port: config.port, host: config.host }, "starting: loading the gateway's modules");
-  // Handlers first: /readyz can answer 200 before startGateway returns, and a signal in that
-  // window (or while waiting for the database) must end the process with 0, as a stop does, not
-  // kill it. Nothing is lost by not waiting: every acceptance is committed, every job durable.
+  // Handlers first: the port answers (the probes, and the API while the engines open) before
+  // startGateway returns, and a signal in that window (or while waiting for the database) must end
+  // the process with 0, as a stop does, not kill it. Nothing is lost by not waiting: every
+  // acceptance is committed, every job durable, and the loops (the dispatcher's hand-offs) start
+  // only as startGateway returns.
   let gateway: Gateway | undefined;
   const shutdown = (signal: string) => {
     if (!gateway) {

@@ -10,7 +10,9 @@ import { expect } from "chai";
 import { aiRunJob } from "../jobs/ai-run.js";
 import { AI_RUN_JOB } from "../jobs/names.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
-import { AiRunner, buildContext, costMicros, countedUsage, type AiRunnerOptions } from "../server/ai/runs.js";
+import { buildContext } from "../server/ai/runs/context.js";
+import { costMicros, countedUsage } from "../server/ai/runs/cost.js";
+import { AiRunner, type AiRunnerOptions } from "../server/ai/runs/runner.js";
 import { vendorRequestBody, type VendorRequest } from "../server/ai/vendor.js";
 import { newId } from "../server/ids.js";
 import { createLogger } from "../server/logger.js";
@@ -35,7 +37,7 @@ let gatewayAside = false;
 /** The test gateway's `ai.run` job, redefined to stand aside while `gatewayAside` is true. */
 function gateGatewayJobs(): void {
   const ctx = testEnv().gateway.ctx;
-  const job = aiRunJob(ctx);
+  const job = aiRunJob(ctx.services.aiRuns);
   ctx.jobs.define({
     ...job,
     async run(data) {

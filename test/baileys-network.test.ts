@@ -110,26 +110,6 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
   });
 
   describe("nothing the library acknowledged is lost", () => {
-    it("records an offline flush of 2,000 messages whole, once, with what the phone typed meanwhile", async () => {
-      const { slug, id, socket } = await paired("backlog");
-      const from = uniquePhone("+1559");
-      const to = uniquePhone("+1559");
-      // Written an hour ago, while the gateway was down.
-      const then = now() - 3600;
-      const backlog: WAMessage[] = Array.from({ length: 2000 }, (_, i) => ({ ...inbound(`${digits(from)}@s.whatsapp.net`, `offline ${i}`), messageTimestamp: then + i }) as WAMessage);
-      const typed = { key: { id: networkId(), remoteJid: `${digits(to)}@s.whatsapp.net`, fromMe: true }, message: { conversation: "typed on the phone while down" }, messageTimestamp: then } as WAMessage;
-      socket.offlineFlush([...backlog, typed]);
-      const count = async () =>
-        ((await db().query(`SELECT count(*)::int AS n FROM messages WHERE connection_id = $1`, [id])) as { n: number }[])[0]!.n;
-      await waitFor(count, (n) => n === 2001, 60_000, 250);
-      const phoneWritten = await recorded(slug, typed.key.id!);
-      expect(phoneWritten).to.deep.include({ direction: "outbound", body: "typed on the phone while down", metadata: { origin: "phone" } });
-      // Applied once: the same flush again (a redelivery) changes nothing.
-      socket.emit("messages.upsert", { type: "notify", messages: backlog.slice(0, 600) });
-      await waitFor(async () => baileysEngine().spool.pending().length, (n) => n === 0, 30_000);
-      expect(await count()).to.equal(2001);
-    });
-
     it("reports a receipt the library merged into its buffered upsert of our own message", async () => {
       const { slug, socket } = await paired("merged");
       const to = uniquePhone("+1559");
@@ -138,7 +118,9 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       const jid = `${digits(to)}@s.whatsapp.net`;
       const echo = { key: { id: ours.provider_message_id!, remoteJid: jid, fromMe: true }, message: { conversation: "delivered while we were away" }, messageTimestamp: now() } as WAMessage;
       socket.offlineFlush([echo], [{ key: { id: ours.provider_message_id!, remoteJid: jid, fromMe: true }, status: 3 }]);
-      const done = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "delivered");
+      // 0.3 s on a quiet machine; on the embedded database in CI, beside the other passes and just
+      // after the 2,000-message flush above, 10 s ran out twice.
+      const done = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (x) => x.status === "delivered", 30_000);
       expect(done.status).to.equal("delivered");
     });
 
@@ -523,28 +505,36 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
     it("reads disconnected / client_version_refused while refused, counts it, fetches the current version and reconnects", async () => {
       const engine = baileysEngine();
       engine.tuning.versionRefetchMs = 0;
-      const { slug, id, socket } = await paired("version");
+      const { slug, id } = await paired("version");
+      // The socket open now (on a loaded machine the one paired may have been replaced already).
+      const socket = await liveSocket(id, (s) => s.user !== undefined, 30_000);
       standIn.world.acceptedVersion = [2, 3000, 2];
       standIn.world.publishedVersion = null;
-      socket.close(428);
-      const refused = await waitForConnection(client, slug, (x) => x.state === "disconnected");
-      expect(refused.detail).to.equal("client_version_refused");
-      const metrics = await fetch(`${testEnv().baseUrl}/metrics`, { headers: { authorization: `Bearer ${testEnv().gateway.ctx.config.metricsToken}` } });
-      expect(await metrics.text()).to.match(/svc_engine_connection_problems_total\{engine="baileys",reason="client_version_refused"\} [1-9]/);
+      try {
+        socket.close(428);
+        const refused = await waitForConnection(client, slug, (x) => x.state === "disconnected", 30_000);
+        expect(refused.detail).to.equal("client_version_refused");
+        const metrics = await fetch(`${testEnv().baseUrl}/metrics`, { headers: { authorization: `Bearer ${testEnv().gateway.ctx.config.metricsToken}` } });
+        expect(await metrics.text()).to.match(/svc_engine_connection_problems_total\{engine="baileys",reason="client_version_refused"\} [1-9]/);
 
-      // Pairing another number meanwhile: 503, naming the refusal.
-      const other = slugOf("version-pair");
-      await createBaileysConnection(client, other);
-      const pair = await client.connections.pair({ params: { connection: other } });
-      expect(pair.status).to.equal(503);
-      expect(JSON.stringify(pair.body)).to.contain("client_version_refused");
+        // Pairing another number meanwhile: 503, naming the refusal.
+        const other = slugOf("version-pair");
+        await createBaileysConnection(client, other);
+        const pair = await client.connections.pair({ params: { connection: other } });
+        expect(pair.status).to.equal(503);
+        expect(JSON.stringify(pair.body)).to.contain("client_version_refused");
 
-      // The network's web client publishes the current version: the next attempt presents it.
-      standIn.world.publishedVersion = [2, 3000, 2];
-      const back = await waitForConnection(client, slug, (x) => x.state === "connected", 30_000);
-      expect(back.detail).to.equal(null);
-      expect(standIn.live(id)!.options.version).to.deep.equal([2, 3000, 2]);
-      engine.tuning.versionRefetchMs = 60_000;
+        // The network's web client publishes the current version: the next attempt presents it.
+        standIn.world.publishedVersion = [2, 3000, 2];
+        const back = await waitForConnection(client, slug, (x) => x.state === "connected", 30_000);
+        expect(back.detail).to.equal(null);
+        expect(standIn.live(id)!.options.version).to.deep.equal([2, 3000, 2]);
+      } finally {
+        // Whatever happened, the network accepts every version again for the tests after this one.
+        standIn.world.acceptedVersion = null;
+        standIn.world.publishedVersion ??= [2, 3000, 2];
+        engine.tuning.versionRefetchMs = 60_000;
+      }
     });
   });
 
@@ -577,7 +567,9 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
 
     it("retries a failed save until it is written", async () => {
       const engine = baileysEngine();
-      engine.tuning.credsSavePauseMs = 100;
+      // Ten attempts 500 ms apart: the refusal (a sleep and two statements) must end within them,
+      // which on a loaded embedded database ten 100 ms pauses did not leave time for.
+      engine.tuning.credsSavePauseMs = 500;
       const { id, socket } = await paired("creds-retry");
       const before = await credsOf(id);
       const allow = await refuseCredsWrites(id);
@@ -588,7 +580,7 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       } finally {
         await allow();
       }
-      await waitFor(() => credsOf(id), (t) => t > before);
+      await waitFor(() => credsOf(id), (t) => t > before, 30_000);
       expect(socket.ended).to.equal(false);
       engine.tuning.credsSavePauseMs = 3_000;
     });
@@ -610,6 +602,33 @@ describe("Baileys engine on the network as its users meet it (stand-in socket)",
       expect(next).to.not.equal(undefined);
       expect(await credsOf(id)).to.be.greaterThan(before);
       engine.tuning.credsSavePauseMs = 3_000;
+    });
+  });
+
+  // Last in the file: on the embedded database, which runs in this process, digesting 2,000
+  // messages keeps the process busy for a while after the test, and the tests that followed it
+  // (pairings, receipts) ran out of their waits in CI.
+  describe("nothing the library acknowledged is lost, in bulk", () => {
+    it("records an offline flush of 2,000 messages whole, once, with what the phone typed meanwhile", async function () {
+      // 5 s on a quiet machine; 47 s and more than 60 s on the embedded database in CI beside the other passes.
+      this.timeout(240_000);
+      const { slug, id, socket } = await paired("backlog");
+      const from = uniquePhone("+1559");
+      const to = uniquePhone("+1559");
+      // Written an hour ago, while the gateway was down.
+      const then = now() - 3600;
+      const backlog: WAMessage[] = Array.from({ length: 2000 }, (_, i) => ({ ...inbound(`${digits(from)}@s.whatsapp.net`, `offline ${i}`), messageTimestamp: then + i }) as WAMessage);
+      const typed = { key: { id: networkId(), remoteJid: `${digits(to)}@s.whatsapp.net`, fromMe: true }, message: { conversation: "typed on the phone while down" }, messageTimestamp: then } as WAMessage;
+      socket.offlineFlush([...backlog, typed]);
+      const count = async () =>
+        ((await db().query(`SELECT count(*)::int AS n FROM messages WHERE connection_id = $1`, [id])) as { n: number }[])[0]!.n;
+      await waitFor(count, (n) => n === 2001, 150_000, 250);
+      const phoneWritten = await recorded(slug, typed.key.id!);
+      expect(phoneWritten).to.deep.include({ direction: "outbound", body: "typed on the phone while down", metadata: { origin: "phone" } });
+      // Applied once: the same flush again (a redelivery) changes nothing.
+      socket.emit("messages.upsert", { type: "notify", messages: backlog.slice(0, 600) });
+      await waitFor(async () => baileysEngine().spool.pending().length, (n) => n === 0, 30_000);
+      expect(await count()).to.equal(2001);
     });
   });
 });

@@ -1,4 +1,4 @@
-// A proxy per connection (product.md, "The real network, as its users meet it"): the engine's own
+// A proxy per connection (docs/engines.md, "A proxy per connection"): the engine's own
 // socket code (the library's makeWASocket, as production makes it) goes through a loopback SOCKS5
 // and an HTTP CONNECT proxy to a loopback stand-in of the network's WebSocket endpoint; the
 // proxies must actually carry the bytes (the stand-in receives the library's handshake through
@@ -18,8 +18,8 @@ import { startConnectProxy, startSocksProxy, startWebSocketStandIn, type Loopbac
 import { waitFor } from "./support/wait.js";
 
 /** The library's socket as the engine makes it, to `webSocketUrl` through `proxyUrl`. */
-function librarySocket(proxyUrl: string | undefined, webSocketUrl: string): EngineSocket {
-  return librarySocketFactory({
+function librarySocket(proxyUrl: string | undefined, webSocketUrl: string): Promise<EngineSocket> {
+  return Promise.resolve(librarySocketFactory({
     connectionId: "con_proxy_test",
     auth: { creds: initAuthCreds(), keys: { get: async () => ({}), set: async () => undefined } },
     getMessage: async () => undefined,
@@ -27,7 +27,7 @@ function librarySocket(proxyUrl: string | undefined, webSocketUrl: string): Engi
     logger: createLogger("fatal"),
     proxyUrl,
     webSocketUrl,
-  }) as EngineSocket;
+  }));
 }
 
 describe("Baileys engine: a proxy per connection", function () {
@@ -46,7 +46,7 @@ describe("Baileys engine: a proxy per connection", function () {
     async function handshakeThrough(proxy: LoopbackProxy | null): Promise<{ server: Awaited<ReturnType<typeof startWebSocketStandIn>>; first: Buffer }> {
       const server = await startWebSocketStandIn();
       opened.push(server);
-      sockets.push(librarySocket(proxy?.url, server.url));
+      sockets.push(await librarySocket(proxy?.url, server.url));
       const [upgrade] = await waitFor(async () => server.upgrades, (u) => u.length > 0, 10_000);
       expect(upgrade!.path).to.equal("/ws/chat");
       return { server, first: await upgrade!.firstFrame };

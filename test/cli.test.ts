@@ -4,7 +4,9 @@ import { sdk, signIn, uniqueEmail } from "./support/actors.js";
 import { cli } from "./support/cli.js";
 
 describe("operator CLI", function () {
-  this.timeout(60_000);
+  // Up to nine commands a test, each a process of its own: on the loaded embedded database of a
+  // CI run (every pass side by side) one test took over 60 s.
+  this.timeout(120_000);
 
   it("creates a workspace owned by an address, on the plan asked for, and moves it to another plan", async () => {
     const owner = uniqueEmail("cli");

@@ -1,4 +1,4 @@
-// Conversations over real HTTP on the sandbox (product.md, "Conversations"): replies quoting a
+// Conversations over real HTTP on the sandbox (docs/conversations.md): replies quoting a
 // message, reactions, edits and revokes both ways, reads, presence, polls and votes, the chat list;
 // each limit at its last valid and first invalid value, and a refusal that changes nothing.
 import { expect } from "chai";

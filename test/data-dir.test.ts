@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { expect } from "chai";
 import { DataDirInUseError, LOCK_FILE, lockDataDir } from "../server/db/data-dir-lock.js";
 import { uniqueEmail } from "./support/actors.js";
+import { cliEntry } from "./support/child-entry.js";
 import { startChildGateway, type ChildGateway } from "./support/child-gateway.js";
 
 const run = promisify(execFile);
@@ -16,7 +17,7 @@ const run = promisify(execFile);
 /** The operator's CLI on DATA_DIR alone (no DATABASE_URL), as `npm run cli` runs it. */
 async function cli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["bin/svc-gateway.js", ...args], { env: { PATH: process.env.PATH ?? "", DATA_DIR: dataDir } });
+    const { stdout, stderr } = await run(process.execPath, [...cliEntry(), ...args], { env: { PATH: process.env.PATH ?? "", DATA_DIR: dataDir } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

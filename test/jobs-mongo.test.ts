@@ -128,7 +128,7 @@ describe("Agenda on a MongoDB-wire emulator (JOBS_MONGODB_URL)", function () {
       const schedule = await expectOk(
         api.schedules.create({ body: { name: "daily on mongo", timezone: "UTC", recurrence: { type: "daily", hour: 10, minute: 0 }, message: { connection: slug, to: uniquePhone("+1557"), body: "daily" } } }),
       );
-      // Made due in two seconds (whole milliseconds, as the gateway computes them); the lanes fire it.
+      // Made due in two seconds (whole milliseconds, as the gateway computes them); the firing loop fires it.
       const due = (await db.query<{ at: Date }>(`UPDATE schedules SET next_run_at = date_trunc('milliseconds', now() + interval '2 seconds') WHERE id = $1 RETURNING next_run_at AS at`, [schedule.id])).rows[0]!.at;
       const moved = await waitFor(() => expectOk(api.schedules.get({ params: { id: schedule.id } })), (s) => s.next_run_at !== due.toISOString(), 30_000);
       // The next 10:00 UTC after the fire: the occurrence fired once, and the next is a day's.
@@ -146,8 +146,8 @@ describe("Agenda on a MongoDB-wire emulator (JOBS_MONGODB_URL)", function () {
       expect(await deliveries(messageId)).to.equal(1);
       const messages = await db.query(`SELECT id FROM messages WHERE schedule_id = $1`, [schedule.id]);
       expect(messages.rows).to.have.length(1);
-      // The lanes that fired it are the emulator's recurring jobs.
-      expect(await jobs().countDocuments({ name: /^schedules\.fire-due\./ })).to.be.above(0);
+      // Fired by the process's own firing loop: the Agenda lanes of earlier versions are gone from the emulator.
+      expect(await jobs().countDocuments({ name: /^schedules\.fire-due\./ })).to.equal(0);
     });
   });
 });

@@ -31,4 +31,28 @@ describe("JSON body check (property)", () => {
     expect(checkJsonStructure("[".repeat(MAX_JSON_DEPTH) + "]".repeat(MAX_JSON_DEPTH))).to.equal(null);
     expect(checkJsonStructure("[".repeat(MAX_JSON_DEPTH + 1) + "]".repeat(MAX_JSON_DEPTH + 1))?.message).to.match(/deeper than 64/);
   });
+
+  it("refuses a body with a duplicate key however deep, spelt alike or with an escape, and one past the depth bound", () => {
+    const refusal = (text: string) => {
+      try {
+        parseJsonBody(Buffer.from(text));
+        return null;
+      } catch (err) {
+        return (err as { extra?: { errors?: { message: string }[] } }).extra?.errors?.[0]?.message ?? String(err);
+      }
+    };
+    fc.assert(
+      // The object nests two levels more (its "pad"), within the bound.
+      fc.property(fc.integer({ min: 1, max: MAX_JSON_DEPTH - 2 }), fc.string({ minLength: 1 }), fc.boolean(), (depth, key, escaped) => {
+        const again = escaped ? `"${[...key].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"` : JSON.stringify(key);
+        const inner = `{"pad":[{}],${JSON.stringify(key)}:1,"x":{"y":2},${again}:2}`;
+        const text = "[".repeat(depth - 1) + inner + "]".repeat(depth - 1);
+        expect(refusal(text), text).to.match(/duplicate key/);
+      }),
+    );
+    expect(refusal("[".repeat(MAX_JSON_DEPTH) + "]".repeat(MAX_JSON_DEPTH))).to.equal(null);
+    expect(refusal("[".repeat(MAX_JSON_DEPTH + 1) + "]".repeat(MAX_JSON_DEPTH + 1))).to.match(/deeper than 64/);
+    // The same key in two objects is no duplicate.
+    expect(refusal(`{"a":{"k":1},"b":{"k":2}}`)).to.equal(null);
+  });
 });

@@ -109,7 +109,8 @@ describe("crash safety of the hand-off", function () {
       status: string;
       provider_message_id: string | null;
     }[];
-    expect(row!.provider_message_id).to.be.a("string");
+    // What the child said while stopping, should it not have recorded the hand-off.
+    expect(row!.provider_message_id, `${JSON.stringify(row)}\n${child.output().slice(-4000)}`).to.be.a("string");
     expect(row!.status).to.not.equal("submitting");
   });
 });

@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { CONSENT_PAGE_PATH } from "../contract/oauth.js";
 import { REQUEST_TTL_MS, RequestSigner } from "../server/oauth/authorize-request.js";
 import { pruneOAuth } from "../server/oauth/clients.js";
-import { REGISTRATIONS_PER_HOUR } from "../server/oauth/handlers.js";
+import { REGISTRATIONS_PER_HOUR } from "../server/oauth/service.js";
 import { testEnv } from "./setup.js";
 import { expectOk } from "../sdk/src/index.js";
 import { clientAddress, fromDashboard, http, newWorkspace, signIn, uniqueEmail, type TestWorkspace } from "./support/actors.js";

@@ -96,7 +96,7 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["get", "/v1/ai/policies"],
   // issue 19: a connection made on an engine the gateway does not run is moved to one it does
   ["patch", "/v1/connections/{connection}"],
-  // issue 23: conversations (product.md, "Conversations")
+  // issue 23: conversations (docs/conversations.md)
   ["get", "/v1/connections/{connection}/chats"],
   ["post", "/v1/messages/{id}/reply"],
   ["post", "/v1/messages/{id}/reactions"],
@@ -106,9 +106,9 @@ const EXTENSION_OPERATIONS: [string, string][] = [
   ["post", "/v1/connections/{connection}/chats/{chat}/presence"],
   ["get", "/v1/messages/{id}/media"],
   ["post", "/v1/messages/poll"],
-  // product.md, "The real network, as its users meet it": a proxy per connection
+  // docs/engines.md: a proxy per connection
   ["put", "/v1/connections/{connection}/settings"],
-  // issue 24: the groups of a connection's number (product.md, "Groups")
+  // issue 24: the groups of a connection's number (docs/groups.md)
   ["get", "/v1/connections/{connection}/groups"],
   ["post", "/v1/connections/{connection}/groups"],
   ["get", "/v1/connections/{connection}/groups/{group}"],

@@ -1,4 +1,4 @@
-// Pacing for real numbers (product.md, "The real network, as its users meet it"): a connection's
+// Pacing for real numbers (docs/engines.md): a connection's
 // hand-offs are spaced by its engine's pace (Baileys: one every 2-5 s with jitter) and never
 // faster than DISPATCH_RATE_PER_CONNECTION, summed over every gateway process: the processes
 // reserve their slots from one row on the database's clock. Two dispatchers run here in place of

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import { expectOk } from "../sdk/src/index.js";
-import { createApp } from "../server/app.js";
+import { compose, composeApp } from "../server/compose.js";
 import { loadConfig } from "../server/config.js";
 import { engineConnectionFor } from "../server/connections/service.js";
 import { Connection } from "../server/connections/entities.js";
@@ -196,48 +196,125 @@ describe("sandbox engine", () => {
     });
   });
 
+  describe("receipts applied in process", () => {
+    const count = async (sql: string, params: unknown[]) => ((await db().query(sql, params)) as { n: number }[])[0]!.n;
+
+    it("applies a send's receipts with no callback row and no dedupe row", async () => {
+      const c = await linked();
+      const before = await count(`SELECT count(*)::int AS n FROM provider_callbacks WHERE connection_id = $1`, [c.row.id]);
+      const m = outbound(uniquePhone());
+      await insertMessage(m, c.ws.id, c.row.id);
+      await engine().send(c.conn, m);
+      expect(await count(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [c.row.id])).to.equal(0);
+      await waitFor(() => statusOf(m.messageId), (s) => s.status === "read");
+      const timeline = (await db().query(`SELECT status FROM message_timeline WHERE message_id = $1 ORDER BY id`, [m.messageId])) as { status: string }[];
+      expect(timeline.map((t) => t.status)).to.deep.equal(["sent", "delivered", "read"]);
+      expect(await count(`SELECT count(*)::int AS n FROM provider_callbacks WHERE connection_id = $1`, [c.row.id])).to.equal(before);
+    });
+
+    it("applies the receipts a process that died left unapplied, once", async () => {
+      const c = await linked();
+      const m = outbound(uniquePhone());
+      await insertMessage(m, c.ws.id, c.row.id);
+      await db().query(`UPDATE messages SET status = 'sent' WHERE id = $1`, [m.messageId]);
+      // What a process leaves that died after the hand-off and the first receipt: its delivery, a
+      // minute old, and the message at `sent`.
+      await db().query(
+        `INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, to_address, recipient, outcome, reports, created_at)
+         VALUES ($1, 'sbx_msg_left', $2, $3, $4::jsonb, 'delivered', '{sent,delivered,read}', now() - interval '1 minute')`,
+        [m.messageId, c.row.id, m.to, JSON.stringify(m.to)],
+      );
+      await waitFor(() => statusOf(m.messageId), (s) => s.status === "read", 25_000);
+      await sleep(11_000); // a further sweep: it finds nothing owed
+      const timeline = (await db().query(`SELECT status FROM message_timeline WHERE message_id = $1 ORDER BY id`, [m.messageId])) as { status: string }[];
+      expect(timeline.map((t) => t.status)).to.deep.equal(["delivered", "read"]);
+    }).timeout(60_000);
+
+    it("hands the receipts it has not applied to the callback outbox when it closes", async () => {
+      const c = await linked();
+      const m = outbound(uniquePhone());
+      await insertMessage(m, c.ws.id, c.row.id);
+      await engine().send(c.conn, m);
+      await engine().close();
+      try {
+        expect(await count(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [c.row.id])).to.equal(3);
+      } finally {
+        await engine().open();
+      }
+      await waitFor(() => statusOf(m.messageId), (s) => s.status === "read");
+      expect(await count(`SELECT count(*)::int AS n FROM message_timeline WHERE message_id = $1`, [m.messageId])).to.equal(3);
+    });
+  });
+
   describe("callback outbox", () => {
     let server: Server | undefined;
+    // The gateway's own poller stands aside; each test posts with an outbox of its own. (It assumes
+    // no other gateway process polls this database meanwhile: another poller would find no such
+    // connection and drop the rows.)
+    beforeEach(() => engine().close());
     afterEach(async () => {
       if (server) await new Promise((resolve) => server!.close(resolve));
       server = undefined;
       await engine().open();
     });
 
-    it("posts a connection's reports together in order, retries them until acknowledged, without holding up other connections", async () => {
-      // The gateway's own poller stands aside; this one posts to a stand-in that fails A's first
-      // two posts. (It assumes no other gateway process polls this database meanwhile: another
-      // poller would find no such connection and drop the rows.)
-      await engine().close();
-      const [a, b] = [newId("con"), newId("con")];
-      const seen: { connection: string; status: number; events: string[] }[] = [];
+    /**
+     * The gateway's callback route as a stand-in: `answer` gets each post's connection (the URL's
+     * last part) and event ids and gives its status. Answers the base URL, to which the
+     * connection's id is appended.
+     */
+    async function receiver(answer: (connection: string, events: string[]) => number | Promise<number>): Promise<string> {
       server = createServer((req, res) => {
         let text = "";
         req.on("data", (d: Buffer) => (text += d.toString()));
         req.on("end", () => {
-          const connection = req.url!.slice("/cb/".length);
-          const events = (JSON.parse(text) as { events: { event_id: string }[] }).events.map((e) => e.event_id);
-          const status = connection === a && seen.filter((s) => s.connection === a).length < 2 ? 503 : 202;
-          seen.push({ connection, status, events });
-          res.writeHead(status, { "content-type": "application/json" }).end("{}");
+          void (async () => {
+            const events = (JSON.parse(text) as { events: { event_id: string }[] }).events.map((e) => e.event_id);
+            const status = await answer(req.url!.slice("/cb/".length), events);
+            res.writeHead(status, { "content-type": "application/json" }).end("{}");
+          })();
         });
       });
       await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb/`;
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb/`;
+    }
+
+    /** Queues a connection.state report of `connection` for each event id, due now, in this order. */
+    async function queueReports(connection: string, eventIds: string[]): Promise<void> {
       await db().query(
-        `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at) VALUES
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"a1","state":"connected"}', now()),
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"a2","state":"disconnected"}', now()),
-           ($2, 'connection.state', '{"type":"connection.state","event_id":"b1","state":"connected"}', now())`,
-        [a, b],
+        `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at)
+         SELECT $1, 'connection.state', jsonb_build_object('type', 'connection.state', 'event_id', e.id, 'state', 'connected'), now()
+           FROM unnest($2::text[]) WITH ORDINALITY AS e(id, n) ORDER BY e.n`,
+        [connection, eventIds],
       );
-      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (id) => (id === a || id === b ? base + id : null));
+    }
+
+    /** Posts the reports of `connections` to `base` with an outbox of the test's own until `done`, then stops it. */
+    async function postUntil(base: string, connections: string[], done: () => boolean): Promise<void> {
+      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (id) => (connections.includes(id) ? base + id : null));
       outbox.start();
       try {
-        await waitFor(async () => seen.filter((s) => s.status === 202).length, (n) => n === 2, 15_000);
+        await waitFor(async () => done(), (d) => d, 15_000);
       } finally {
         await outbox.stop();
       }
+    }
+
+    const left = async (connections: string[]) =>
+      ((await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = ANY($1)`, [connections])) as { n: number }[])[0]!.n;
+
+    it("posts a connection's reports together in order, retries them until acknowledged, without holding up other connections", async () => {
+      // The stand-in fails A's first two posts.
+      const [a, b] = [newId("con"), newId("con")];
+      const seen: { connection: string; status: number; events: string[] }[] = [];
+      const base = await receiver((connection, events) => {
+        const status = connection === a && seen.filter((s) => s.connection === a).length < 2 ? 503 : 202;
+        seen.push({ connection, status, events });
+        return status;
+      });
+      await queueReports(a, ["a1", "a2"]);
+      await queueReports(b, ["b1"]);
+      await postUntil(base, [a, b], () => seen.filter((s) => s.status === 202).length === 2);
       const posts = (id: string) => seen.filter((s) => s.connection === id).map((s) => [s.status, ...s.events]);
       expect(posts(a)).to.deep.equal([
         [503, "a1", "a2"],
@@ -247,48 +324,44 @@ describe("sandbox engine", () => {
       expect(posts(b)).to.deep.equal([[202, "b1"]]);
       // B was not held up behind A's retries.
       expect(seen.findIndex((s) => s.connection === b)).to.be.lessThan(seen.findLastIndex((s) => s.connection === a));
-      const left = (await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = ANY($1)`, [[a, b]])) as { n: number }[];
-      expect(left[0]!.n).to.equal(0);
+      expect(await left([a, b])).to.equal(0);
+    });
+
+    it("passes no report of a connection ahead of one of its reports waiting to be retried", async () => {
+      // A's first post fails; a3 arrives meanwhile, due at once: it must wait behind a1 and a2.
+      const a = newId("con");
+      const acknowledged: string[] = [];
+      let posts = 0;
+      const base = await receiver(async (_connection, events) => {
+        if (++posts === 1) {
+          await queueReports(a, ["a3"]);
+          return 503;
+        }
+        acknowledged.push(...events);
+        return 202;
+      });
+      await queueReports(a, ["a1", "a2"]);
+      await postUntil(base, [a], () => acknowledged.length === 3);
+      expect(acknowledged).to.deep.equal(["a1", "a2", "a3"]);
     });
 
     it("drops only the report the gateway refuses when it is in a batch", async () => {
-      await engine().close();
       const id = newId("con");
       const seen: { status: number; events: string[] }[] = [];
-      server = createServer((req, res) => {
-        let text = "";
-        req.on("data", (d: Buffer) => (text += d.toString()));
-        req.on("end", () => {
-          const events = (JSON.parse(text) as { events: { event_id: string }[] }).events.map((e) => e.event_id);
-          const status = events.includes("bad") ? 400 : 202;
-          seen.push({ status, events });
-          res.writeHead(status, { "content-type": "application/json" }).end("{}");
-        });
+      const base = await receiver((_connection, events) => {
+        const status = events.includes("bad") ? 400 : 202;
+        seen.push({ status, events });
+        return status;
       });
-      await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
-      await db().query(
-        `INSERT INTO sandbox_callbacks (connection_id, kind, event, due_at) VALUES
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"c1","state":"connected"}', now()),
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"bad","state":"connected"}', now()),
-           ($1, 'connection.state', '{"type":"connection.state","event_id":"c2","state":"disconnected"}', now())`,
-        [id],
-      );
-      const outbox = new CallbackOutbox(db(), testEnv().gateway.ctx.logger, async (c) => (c === id ? url : null));
-      outbox.start();
-      try {
-        await waitFor(async () => seen.length, (n) => n === 4, 15_000);
-      } finally {
-        await outbox.stop();
-      }
+      await queueReports(id, ["c1", "bad", "c2"]);
+      await postUntil(base, [id], () => seen.length === 4);
       expect(seen.map((s) => [s.status, ...s.events])).to.deep.equal([
         [400, "c1", "bad", "c2"],
         [202, "c1"],
         [400, "bad"],
         [202, "c2"],
       ]);
-      const left = (await db().query(`SELECT count(*)::int AS n FROM sandbox_callbacks WHERE connection_id = $1`, [id])) as { n: number }[];
-      expect(left[0]!.n).to.equal(0);
+      expect(await left([id])).to.equal(0);
     });
   });
 
@@ -309,7 +382,7 @@ describe("sandbox engine", () => {
 
     it("mounts no control API", async () => {
       const { ctx } = testEnv().gateway;
-      const app = createApp({ ...ctx, config: { ...ctx.config, sandboxEnabled: false } }, { unavailable: async () => [] });
+      const app = composeApp(compose({ ...ctx, config: { ...ctx.config, sandboxEnabled: false } }, ctx.services.providerCallbacks), { unavailable: async () => [] });
       const listener = app.listen(0, "127.0.0.1");
       await new Promise((resolve) => listener.once("listening", resolve));
       try {

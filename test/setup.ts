@@ -8,7 +8,7 @@
 // named on the command line) is one such process. The main process prepares what every worker
 // shares before any starts (the dashboard's build, the child gateways' entry point) and drops what
 // the workers leave behind once all have ended (their scratch databases, their temporary folders).
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer, type AddressInfo } from "node:net";
@@ -160,14 +160,21 @@ export async function mochaGlobalTeardown(): Promise<void> {
   rmSync(runDir(), { recursive: true, force: true });
 }
 
+let fileStart = { at: 0, cpu: process.cpuUsage() };
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(120_000);
+    fileStart = { at: Date.now(), cpu: process.cpuUsage() };
     starting ??= startEnv();
     env = await starting;
   },
 
   async afterAll(this: Mocha.Context) {
+    if (process.env.TEST_FILE_TIMES) {
+      const cpu = process.cpuUsage(fileStart.cpu);
+      const file = this.test?.parent?.suites[0]?.file ?? "?";
+      appendFileSync(process.env.TEST_FILE_TIMES, `${process.env.DATABASE_URL ? "pg" : "embedded"}\t${process.version}\t${file}\t${Date.now() - fileStart.at}\t${Math.round((cpu.user + cpu.system) / 1000)}\n`);
+    }
     this.timeout(60_000);
     // A worker keeps its gateway for its next file; it is dropped with the worker at the end.
     if (process.env.MOCHA_WORKER_ID === undefined) await stopEnv();

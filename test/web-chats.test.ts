@@ -1,6 +1,5 @@
-// The dashboard's chat view in a real browser against the sandbox engine (product.md,
-// "Conversations"): a connection's chats with unread counts, a chat's messages in order with the
-// quoted message, reactions, edited and deleted marks, media opened through the media route and
+// The dashboard's chat view in a real browser against the sandbox engine (docs/conversations.md):
+// a connection's chats with unread counts, a chat's messages in order with the quoted message, reactions, edited and deleted marks, media opened through the media route and
 // poll tallies, live over the event stream (a new message, a contact typing); answering through
 // the page (send, reply quoting, react, mark read), each checked through the API and what the
 // network received; a viewer reads and cannot act.

@@ -1,4 +1,4 @@
-// The dashboard's groups in a real browser against the sandbox engine (product.md, "Groups"): a
+// The dashboard's groups in a real browser against the sandbox engine (docs/groups.md): a
 // connection's groups, a group's members and roles, creating a group with an outcome per
 // participant, adding, promoting, demoting and removing members (removal asked first), each
 // checked through the API; a developer may act too, a viewer reads only.

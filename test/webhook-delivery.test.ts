@@ -10,6 +10,7 @@ import { expectOk, verifyWebhook, type WebhookEventPayload } from "../sdk/src/in
 import { encrypt } from "../server/secrets.js";
 import { newId } from "../server/ids.js";
 import { payloadBody, retryAfterMs, retryDelayMs, RETRY_AFTER_MAX_MS, RETRY_JITTER, RETRY_SCHEDULE_MS, type FailedAttempt } from "../server/webhooks/delivery.js";
+import { EVENTS_CHANNEL } from "../server/webhooks/fanout.js";
 import { testEnv } from "./setup.js";
 import { newWorkspace, type Client, type TestWorkspace } from "./support/actors.js";
 import { pairConnection, sandbox, uniquePhone } from "./support/sandbox.js";
@@ -149,7 +150,10 @@ describe("webhook delivery", function () {
         (l) => l.length > 0,
       );
       const eventId = verified(r!, endpoint.secret).id;
+      // Reset by hand, which no statement that records an event does: the fan-out is told, as
+      // those statements tell it (else it finds the event at its 10 s fallback poll).
       await db().query(`UPDATE events SET fanned_out_at = NULL WHERE id = $1`, [eventId]);
+      await db().query(`SELECT pg_notify($1, '')`, [EVENTS_CHANNEL]);
       await waitFor(
         async () => (await db().query(`SELECT fanned_out_at FROM events WHERE id = $1`, [eventId])) as { fanned_out_at: Date | null }[],
         (rows) => rows[0]!.fanned_out_at !== null,
@@ -333,6 +337,47 @@ describe("webhook delivery", function () {
       const delivery = await waitForDelivery(setup.client, id, (d) => d.attempt_count >= 1);
       expect(delivery.attempts[0]).to.include({ status_code: null, error_code: "blocked" });
       expect(delivery.attempts[0]!.error).to.include("10.20.30.40");
+    });
+  });
+
+  describe("events no endpoint matches", () => {
+    /** Whether an event of `type` on `connectionId` is written fanned out already (read before it commits: no fan-out has seen it). */
+    async function writtenFannedOut(workspaceId: string, type: string, connectionId: string | null): Promise<boolean> {
+      return db().transaction(async (em) => {
+        const id = newId("evt");
+        const [row] = (await em.query(
+          `INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at) VALUES ($1, $2, $3, $4, '{}'::jsonb, now()) RETURNING fanned_out_at`,
+          [id, workspaceId, type, connectionId],
+        )) as { fanned_out_at: Date | null }[];
+        // Gone before the commit: the probe leaves nothing for the fan-out.
+        await em.query(`DELETE FROM events WHERE id = $1`, [id]);
+        return row!.fanned_out_at !== null;
+      });
+    }
+
+    it("are written fanned out already; an event some endpoint matches is left to the fan-out", async () => {
+      const ws = await newWorkspace();
+      const { client } = await ws.key([...SCOPES]);
+      const a = await pairConnection(client, "mark-a", uniquePhone());
+      const b = await pairConnection(client, "mark-b", uniquePhone());
+      // No endpoint at all.
+      expect(await writtenFannedOut(ws.id, "message.received", a.id)).to.equal(true);
+      const hook = await receiver();
+      await expectOk(client.webhooks.create({ body: { url: hook.url, events: ["message.received"], connection: "mark-a" } }));
+      // The type it subscribes, on its connection: the fan-out's; on another connection, or on none, or another type: nobody's.
+      expect(await writtenFannedOut(ws.id, "message.received", a.id)).to.equal(false);
+      expect(await writtenFannedOut(ws.id, "message.received", b.id)).to.equal(true);
+      expect(await writtenFannedOut(ws.id, "message.received", null)).to.equal(true);
+      expect(await writtenFannedOut(ws.id, "message.sent", a.id)).to.equal(true);
+      // Another workspace's endpoint matches nothing here.
+      const other = await newWorkspace();
+      expect(await writtenFannedOut(other.id, "message.received", a.id)).to.equal(true);
+      // An endpoint for every connection; deleted, it matches nothing any more.
+      const everywhere = await expectOk(client.webhooks.create({ body: { url: hook.url, events: ["message.sent"] } }));
+      expect(await writtenFannedOut(ws.id, "message.sent", b.id)).to.equal(false);
+      expect(await writtenFannedOut(ws.id, "message.sent", null)).to.equal(false);
+      await expectOk(client.webhooks.delete({ params: { id: everywhere.id } }));
+      expect(await writtenFannedOut(ws.id, "message.sent", b.id)).to.equal(true);
     });
   });
 

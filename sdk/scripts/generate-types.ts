@@ -46,14 +46,15 @@ function generate(): string {
   const all = routes(exported.contract);
   const alias = (key: string) => `T_${key.replace(/\W/g, "_")}`;
 
-  // A scratch module inside src/ (so that imports resolve as the SDK's own do) whose aliases the
-  // checker expands into plain types.
-  const probe = join(srcDir, `.types-probe-${process.pid}.ts`);
+  // A scratch module in the SDK's folder (so that imports resolve as the SDK's own do) whose
+  // aliases the checker expands into plain types. Not inside src/: a file made and removed there
+  // would make src/ look changed to what rebuilds from it (the dashboard, dist/ for the tests).
+  const probe = join(srcDir, "..", `.types-probe-${process.pid}.ts`);
   const lines = [
     `import type { z } from "zod";`,
     `import type { ClientInferResponses, PartialClientInferRequest } from "@ts-rest/core";`,
-    `import type * as C from "../../contract/index.js";`,
-    `import type { SvcClientArgs } from "./client-args.js";`,
+    `import type * as C from "../contract/index.js";`,
+    `import type { SvcClientArgs } from "./src/client-args.js";`,
     // Forces the checker to print zod's helper types (passthrough objects) as plain object types.
     `type Plain<T> = T extends Headers | Blob ? T : T extends readonly (infer U)[] ? Plain<U>[] : T extends object ? { [K in keyof T]: Plain<T[K]> } : T;`,
     ...named.map((n) => `export type ${alias(n.name)} = Plain<z.${n.input ? "input" : "output"}<typeof C.${n.exportName}>>;`),

@@ -11,9 +11,9 @@
 // Nothing here logs: both SDKs are built with logging off and tracing off, and a VendorError's
 // message is our own words (status, attempt count), never the vendor's answer, which may echo the
 // prompt, and never the key.
-import Anthropic from "@anthropic-ai/sdk";
-import OpenAI from "openai";
-import { Agent, fetch as undiciFetch } from "undici";
+import type Anthropic from "@anthropic-ai/sdk";
+import type OpenAI from "openai";
+import type { Agent } from "undici";
 import { performance } from "node:perf_hooks";
 import { checkWebhookUrl, type AllowList, type Lookup, type UrlCheckOptions } from "../outbound/address-policy.js";
 import { pinnedLookup } from "../outbound/safe-request.js";
@@ -50,6 +50,20 @@ export type VendorErrorCode =
   | "vendor_bad_request"
   | "vendor_address_refused"
   | "vendor_bad_response";
+
+/**
+ * The SDKs and undici, loaded at the first call rather than at start: a gateway that never calls a
+ * vendor does not pay for them (about a third of a second of CPU at each start, and their memory).
+ */
+type Sdks = { OpenAI: typeof OpenAI; Anthropic: typeof Anthropic; Agent: typeof Agent; fetch: typeof import("undici").fetch };
+let sdks: Promise<Sdks> | undefined;
+const loadSdks = () =>
+  (sdks ??= Promise.all([import("openai"), import("@anthropic-ai/sdk"), import("undici")]).then(([openai, anthropic, undici]) => ({
+    OpenAI: openai.default,
+    Anthropic: anthropic.default,
+    Agent: undici.Agent,
+    fetch: undici.fetch,
+  })));
 
 export class VendorError extends Error {
   override readonly name = "VendorError";
@@ -183,7 +197,7 @@ function limitBody(body: ReadableStream<Uint8Array>, limit: number): ReadableStr
  * the checked address through an undici Agent whose lookup answers only that address, never
  * follows a redirect, records the body sent, and caps the body read.
  */
-function policyFetch(policy: UrlCheckOptions, attempt: Attempt, abortAll: AbortController, agents: Map<string, Agent>) {
+function policyFetch({ Agent, fetch: undiciFetch }: Sdks, policy: UrlCheckOptions, attempt: Attempt, abortAll: AbortController, agents: Map<string, Agent>) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     // No attempt starts once the call is over (its time bound passed, or the address was refused).
@@ -227,7 +241,7 @@ function statusError(status: number, attempts: number, body: string | null): Ven
   return new VendorError("vendor_bad_response", `vendor answered ${status}, not an answer (redirects are not followed)`, body, status);
 }
 
-function mapError(err: unknown, attempt: Attempt, timeoutMs: number): VendorError {
+function mapError({ OpenAI, Anthropic }: Sdks, err: unknown, attempt: Attempt, timeoutMs: number): VendorError {
   if (err instanceof VendorError) return err;
   if (attempt.refused !== null) return new VendorError("vendor_address_refused", `vendor address refused: ${attempt.refused}`, null);
   const body = attempt.body;
@@ -261,6 +275,8 @@ function badResponse(what: string, body: string | null): VendorError {
 /** Calls the vendor once (with the SDK's retries) and returns its text and usage. */
 export async function callVendor(req: VendorRequest, opts: VendorOptions): Promise<VendorAnswer> {
   const started = performance.now();
+  const loaded = await loadSdks();
+  const { OpenAI, Anthropic } = loaded;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_VENDOR_TIMEOUT_MS;
   // The SDKs' own per-attempt timeout never comes first: a timed-out attempt would be retried.
   const timeout = timeoutMs + SDK_TIMEOUT_MARGIN_MS;
@@ -273,7 +289,7 @@ export async function callVendor(req: VendorRequest, opts: VendorOptions): Promi
     attempt.outOfTime = true;
     abortAll.abort(new Error(`the vendor call's time bound of ${timeoutMs} ms passed`));
   }, timeoutMs);
-  const fetch = policyFetch({ allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }, attempt, abortAll, agents) as unknown as typeof globalThis.fetch;
+  const fetch = policyFetch(loaded, { allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }, attempt, abortAll, agents) as unknown as typeof globalThis.fetch;
   try {
     let text: string | null;
     let input: number | null;
@@ -334,7 +350,7 @@ export async function callVendor(req: VendorRequest, opts: VendorOptions): Promi
       latencyMs: Math.round(performance.now() - started),
     };
   } catch (err) {
-    throw mapError(err, attempt, timeoutMs);
+    throw mapError(loaded, err, attempt, timeoutMs);
   } finally {
     clearTimeout(bound);
     await Promise.allSettled([...agents.values()].map((a) => a.destroy()));

@@ -50,7 +50,8 @@ const lastUsedWritten = new Map<string, number>();
  * resolved before is answered from memory (server/auth/key-cache.ts says when that stays true).
  */
 export async function resolveApiKey(db: DataSource, key: string, cache?: ApiKeyCache): Promise<ApiKeyPrincipal | null> {
-  if (!parseApiKey(key)) return null;
+  // The digest once, and first: a cached digest is a key that passed the format check when it
+  // was stored, so a hit skips that check (another SHA-256 over the key) altogether.
   const digest = sha256(key);
   const cacheKey = cache ? digest.toString("base64") : "";
   const cached = cache?.get(cacheKey);
@@ -58,6 +59,7 @@ export async function resolveApiKey(db: DataSource, key: string, cache?: ApiKeyC
     await touch(db, cached.keyId);
     return cached;
   }
+  if (!parseApiKey(key)) return null;
   const generation = cache?.generationNow() ?? 0;
   const rows: (PlanRow & {
     id: string;

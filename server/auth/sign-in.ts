@@ -7,6 +7,7 @@
 // each, so the owner, who has the code, still signs in while a guesser gets one try an hour.
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
+import type { Role, Session } from "../../contract/index.js";
 import { rows } from "../db/rows.js";
 import { ApiError } from "../http/errors.js";
 import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
@@ -14,11 +15,12 @@ import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { Mailer } from "../mail/mailer.js";
 import { deriveKey, hmac, randomToken, safeEqual, sha256 } from "../secrets.js";
+import { Workspace } from "../workspace/entities.js";
 import { SESSION_TTL_MS } from "./session-cookie.js";
 
 export const CODE_TTL_MS = 10 * 60_000;
 export const MAX_ATTEMPTS = 5;
-const WINDOW_MS = 15 * 60_000;
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
 /** Per window of 15 minutes (docs/decisions.md). */
 export const SIGN_IN_LIMITS = { codesPerAddress: 5, codesPerIp: 20, verifiesPerIp: 30 };
 /** Failed verifications per address and UTC day before the address is locked (docs/decisions.md). */
@@ -47,7 +49,7 @@ export class SignInService {
       [`code-ip:${ip}`, SIGN_IN_LIMITS.codesPerIp],
       [`code-email:${email}`, SIGN_IN_LIMITS.codesPerAddress],
     ] as const) {
-      const decision = await this.limiter.hit(bucket, limit, WINDOW_MS);
+      const decision = await this.limiter.hit(bucket, limit, SIGN_IN_WINDOW_MS);
       if (!decision.allowed) throw new ApiError("rate_limited", "Too many sign-in codes requested; try again later.", { headers: rateLimitHeaders(decision) });
     }
     // Failures are counted for every address, existing or not, so the lock reveals nothing.
@@ -81,7 +83,7 @@ export class SignInService {
   async verify(rawEmail: string, code: string, ip: string): Promise<{ token: string; userId: string; workspaceId: string | null }> {
     const email = rawEmail.toLowerCase();
     const failure = new ApiError("unauthorized", "The code is wrong, expired or used up. Request a new code.");
-    const perIp = await this.limiter.hit(`verify-ip:${ip}`, SIGN_IN_LIMITS.verifiesPerIp, WINDOW_MS);
+    const perIp = await this.limiter.hit(`verify-ip:${ip}`, SIGN_IN_LIMITS.verifiesPerIp, SIGN_IN_WINDOW_MS);
     if (!perIp.allowed) throw failure;
     // Count the attempt before comparing, atomically, so parallel guesses cannot exceed the limit.
     const counted = await rows<{ code_digest: Buffer }>(
@@ -115,6 +117,14 @@ export class SignInService {
       );
       return { token, userId: user!.id, workspaceId: membership?.workspace_id ?? null };
     });
+  }
+
+  /** What a signed-in user sees of their session: who, the workspace it is in (if any) and their role there. */
+  async sessionView(userId: string, email: string, workspaceId: string | null): Promise<Session> {
+    if (!workspaceId) return { user: { id: userId, email }, workspace: null, role: null };
+    const workspace = await this.db.getRepository(Workspace).findOneByOrFail({ id: workspaceId });
+    const [member] = await rows<{ role: Role }>(this.db, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, [workspaceId, userId]);
+    return { user: { id: userId, email }, workspace: { id: workspace.id, name: workspace.name }, role: member?.role ?? null };
   }
 
   async logout(sessionId: string): Promise<void> {

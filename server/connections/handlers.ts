@@ -1,13 +1,11 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
-import { connectionView } from "./service.js";
+import { connectionView, type ConnectionService } from "./service.js";
 
 const s = initServer();
 
-export function connectionsRouter(ctx: AppContext) {
-  const connections = ctx.services.connections;
+export function connectionsRouter(connections: ConnectionService) {
   return s.router(contract.connections, {
     create: async ({ body, res }) => {
       const { connection, callbackToken } = await connections.create(principalOf(res), body);

@@ -29,9 +29,13 @@ export class DatabaseListener {
     private readonly logger: Logger,
   ) {}
 
-  /** Runs `handler` on every notification of `channel`; register before start(). */
+  /** Runs `handler` on every notification of `channel`; a channel first named after start() is listened to from then on. */
   on(channel: string, handler: () => void): void {
+    const known = this.handlers.has(channel);
     this.handlers.set(channel, [...(this.handlers.get(channel) ?? []), handler]);
+    // A connection still being set up listens to every channel named by then, this one included;
+    // one that fails is replaced by a new one, which does the same.
+    if (!known && this.listening) this.client?.query(`LISTEN ${channel}`).catch(() => undefined);
   }
 
   /** Runs `handler` whenever the connection is lost (notifications may have been missed). */

@@ -17,6 +17,11 @@ export function markSharedSession(db: DataSource): void {
   sharedSession.add(db);
 }
 
+/** Whether the data source's server is the embedded one (markSharedSession()). */
+export function isSharedSession(db: DataSource): boolean {
+  return sharedSession.has(db);
+}
+
 /** Runs an autocommit statement as the named prepared statement `name` (never inside a transaction). */
 export async function prepared<T = Record<string, unknown>>(
   db: DataSource,

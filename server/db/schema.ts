@@ -29,6 +29,11 @@ import { NumberChecks1732261300000 } from "./migrations/1732261300000-number-che
 import { JobOutbox1732261400000 } from "./migrations/1732261400000-job-outbox.js";
 import { Groups1732261500000 } from "./migrations/1732261500000-groups.js";
 import { ConnectionRestriction1732261600000 } from "./migrations/1732261600000-connection-restriction.js";
+import { EventsUnmatched1732261700000 } from "./migrations/1732261700000-events-unmatched.js";
+import { SandboxReceipts1732261800000 } from "./migrations/1732261800000-sandbox-receipts.js";
+import { SchedulesNotify1732261900000 } from "./migrations/1732261900000-schedules-notify.js";
+import { BaileysProcesses1732262000000 } from "./migrations/1732262000000-baileys-processes.js";
+import { HandoffNotify1732262100000 } from "./migrations/1732262100000-handoff-notify.js";
 
 export const ENTITIES = [
   Plan,
@@ -66,4 +71,9 @@ export const MIGRATIONS = [
   JobOutbox1732261400000,
   Groups1732261500000,
   ConnectionRestriction1732261600000,
+  EventsUnmatched1732261700000,
+  SandboxReceipts1732261800000,
+  SchedulesNotify1732261900000,
+  BaileysProcesses1732262000000,
+  HandoffNotify1732262100000,
 ];

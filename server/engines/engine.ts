@@ -161,7 +161,7 @@ export interface Engine {
   checkNumber(connection: EngineConnection, phone: string): Promise<NumberCheck>;
   /** Optional: the groups of the linked number; without it the group routes answer 503. */
   readonly groups?: EngineGroups;
-  // Conversations (product.md). Optional: an engine without one answers 409 for it.
+  // Conversations (docs/conversations.md). Optional: an engine without one answers 409 for it.
   /** Reacts to a message with one emoji; "" removes our reaction. */
   react?(connection: EngineConnection, target: MessageRef, emoji: string): Promise<void>;
   /** Replaces the text of a message we sent. */

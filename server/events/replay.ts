@@ -5,7 +5,7 @@
 import type { DataSource } from "typeorm";
 import type { Event, EventPage, ListEventsQuery } from "../../contract/index.js";
 import { rows } from "../db/rows.js";
-import { decodeLogCursor, encodeLogCursor, filterFingerprint } from "../http/cursor.js";
+import { cursorKey, decodeLogCursor, encodeLogCursor, filterFingerprint } from "../http/cursor.js";
 import { ApiError } from "../http/errors.js";
 import { LOG_ORDER, LOG_START, afterPosition, type LogPosition } from "./log.js";
 
@@ -64,4 +64,21 @@ export async function listEvents(db: DataSource, key: Buffer, workspaceId: strin
     data: page.map((e) => e.event),
     next_cursor: found.length > query.limit && last ? encodeLogCursor(key, last.position, fingerprint) : null,
   };
+}
+
+/** GET /v1/events as a service: the workspace's event log, a page at a time, with signed cursors. */
+export class EventReplay {
+  /** Signs the log's cursors. */
+  private readonly cursorKey: Buffer;
+
+  constructor(
+    private readonly db: DataSource,
+    secretKey: Buffer,
+  ) {
+    this.cursorKey = cursorKey(secretKey);
+  }
+
+  list(workspaceId: string, query: ListEventsQuery): Promise<EventPage> {
+    return listEvents(this.db, this.cursorKey, workspaceId, query);
+  }
 }

@@ -1,12 +1,11 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
+import type { GroupService } from "./service.js";
 
 const s = initServer();
 
-export function groupsRouter(ctx: AppContext) {
-  const groups = ctx.services.groups;
+export function groupsRouter(groups: GroupService) {
   return s.router(contract.groups, {
     list: async ({ params, query, res }) => ({ status: 200, body: await groups.list(principalOf(res), params.connection, query) }),
     get: async ({ params, res }) => ({ status: 200, body: await groups.get(principalOf(res), params.connection, params.group) }),

@@ -1,4 +1,4 @@
-// Groups of a connection's number (product.md, "Groups"): each call resolves the connection from
+// Groups of a connection's number (docs/groups.md): each call resolves the connection from
 // the caller's workspace, refuses unless it is connected, and asks its engine. The engine's
 // refusals become the API's: `group_not_found` 404, `not_group_admin` 403.
 import type { CreateGroupBody, Group, GroupCreated, GroupInvite, GroupList, ListGroupsQuery, ParticipantOutcome, ParticipantsBody, UpdateGroupBody } from "../../contract/index.js";

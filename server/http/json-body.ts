@@ -65,13 +65,75 @@ export function parseJsonBody(raw: Buffer): unknown {
   const first = /\S/.exec(text)?.[0];
   // A scalar (null, a number, a string) may be valid JSON, but no request body of this API is one.
   if (first !== "{" && first !== "[") throw isJsonScalar(text) ? new ApiError("validation_failed", "The request body must be a JSON object.") : notJson();
-  const refused = checkJsonStructure(text);
-  if (refused) throw ApiError.validation([refused]);
+  // The cheap pass first: depth, and the number of keys written. Duplicates are what make that
+  // number larger than the parsed value's; only then (or too deep, or not JSON) does the full
+  // check run, to name the place.
+  const written = countKeys(text);
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch {
-    throw notJson();
+    parsed = NOT_JSON;
   }
+  if (written < 0 || parsed === NOT_JSON || keysOf(parsed) !== written) {
+    const refused = checkJsonStructure(text);
+    if (refused) throw ApiError.validation([refused]);
+    if (parsed === NOT_JSON) throw notJson();
+  }
+  return parsed;
+}
+
+const NOT_JSON = Symbol("not JSON");
+
+/**
+ * The keys written in `text`, counted as checkJsonStructure reads them (a string in an object
+ * where a key is expected), or -1 past MAX_JSON_DEPTH. No sets, no slices: one pass over the text.
+ */
+function countKeys(text: string): number {
+  let keys = 0;
+  let depth = 0;
+  // Per open container: 1 an object, 0 an array; and whether a key comes next.
+  const isObject = new Uint8Array(MAX_JSON_DEPTH + 1);
+  const expectKey = new Uint8Array(MAX_JSON_DEPTH + 1);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (depth >= MAX_JSON_DEPTH) return -1;
+      depth++;
+      isObject[depth] = c === 0x7b ? 1 : 0;
+      expectKey[depth] = 1;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      if (depth > 0) depth--;
+    } else if (c === 0x2c /* , */) {
+      expectKey[depth] = 1;
+    } else if (c === 0x22 /* " */) {
+      i = closingQuote(text, i);
+      if (isObject[depth] && expectKey[depth]) {
+        expectKey[depth] = 0;
+        keys++;
+      }
+    }
+  }
+  return keys;
+}
+
+/** The own keys of a parsed JSON value and everything in it (iterative: bodies are checked for depth first). */
+function keysOf(root: unknown): number {
+  let keys = 0;
+  const todo: unknown[] = [root];
+  while (todo.length) {
+    const value = todo.pop();
+    if (Array.isArray(value)) {
+      for (const v of value) if (v !== null && typeof v === "object") todo.push(v);
+    } else if (value !== null && typeof value === "object") {
+      for (const k in value) {
+        keys++;
+        const v = (value as Record<string, unknown>)[k];
+        if (v !== null && typeof v === "object") todo.push(v);
+      }
+    }
+  }
+  return keys;
 }
 
 /** body-parser's refusals (too large while reading, unsupported charset or encoding) as ours. */

@@ -1,25 +1,40 @@
 // Request ids and access logs. The id is taken from a well-formed incoming X-Request-Id (so a
 // caller's tracing survives) or generated, echoed on every response and in every problem body.
-import { randomBytes } from "node:crypto";
+//
+// Every request passes here, so it does no more than it must: `req.log` (a logger bound to the
+// request id) is made the first time something logs through it, not per request; the access log
+// line carries the id as a field, and its listener is only added when `info` is logged at all.
 import type { RequestHandler } from "express";
+import { randomBase64url } from "../ids.js";
 import type { Logger } from "../logger.js";
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,64}$/;
+const LOG = Symbol("request log");
 
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const incoming = req.headers["x-request-id"];
-    const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString("base64url")}`;
+    const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomBase64url(12)}`;
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
-    const log = logger.child({ request_id: id });
-    req.log = log;
-    const started = process.hrtime.bigint();
-    res.on("finish", () => {
-      const route = (req as { tsRestRoute?: { path: string } }).tsRestRoute?.path;
-      // The route template, never the concrete path: a provider callback's path carries its token.
-      log.info({ method: req.method, route: route ?? "unmatched", status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, "request");
+    Object.defineProperty(req, "log", {
+      configurable: true,
+      enumerable: true,
+      get(this: { [LOG]?: Logger }) {
+        return (this[LOG] ??= logger.child({ request_id: id }));
+      },
     });
+    if (logger.isLevelEnabled("info")) {
+      const started = process.hrtime.bigint();
+      res.on("finish", () => {
+        const route = (req as { tsRestRoute?: { path: string } }).tsRestRoute?.path;
+        // The route template, never the concrete path: a provider callback's path carries its token.
+        logger.info(
+          { request_id: id, method: req.method, route: route ?? "unmatched", status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+          "request",
+        );
+      });
+    }
     next();
   };
 }

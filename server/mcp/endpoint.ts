@@ -5,14 +5,13 @@
 // protocol.
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { Router } from "express";
-import type { AppContext } from "../context.js";
+import type { Config } from "../config.js";
 import { ApiError, sendProblem } from "../http/errors.js";
 import { principalOf } from "../http/principal.js";
+import type { Logger } from "../logger.js";
 import { scopesOf, toolNamed } from "./catalog.js";
-import { ConfirmQuestions } from "./confirm.js";
-import { toolServer } from "./protocol.js";
-import { isMutating } from "./tool.js";
-import { McpTransport } from "./transport.js";
+import { isMutating, type ToolServices } from "./tool.js";
+import type { McpTransport } from "./transport.js";
 
 export { TOOLS, toolListing } from "./catalog.js";
 
@@ -28,8 +27,8 @@ export function resourceMetadataUrl(webUrl: string): string {
  * gateway's own (WEB_URL or BASE_URL, any port), and a browser's Origin one of those origins.
  * GET (an SSE stream) and DELETE (a session) mean nothing to a stateless server: 405.
  */
-export function mcpEdge(ctx: AppContext): Router {
-  const urls = [ctx.config.webUrl, ctx.config.baseUrl].map((u) => new URL(u));
+export function mcpEdge(config: Pick<Config, "webUrl" | "baseUrl">): Router {
+  const urls = [config.webUrl, config.baseUrl].map((u) => new URL(u));
   const hosts = new Set(urls.map((u) => u.hostname.toLowerCase()));
   const origins = new Set(urls.map((u) => u.origin));
   // A gateway addressed by a loopback name answers to each of them (localhost, 127.0.0.1, [::1]),
@@ -70,10 +69,16 @@ function hostnameOf(host: string | undefined): string | null {
 }
 
 /** Route middleware of contract.mcp.call: it answers the request itself. */
-export function mcpHandler(ctx: AppContext): RequestHandler {
-  const metadataUrl = resourceMetadataUrl(ctx.config.webUrl);
-  const questions = new ConfirmQuestions(ctx.config.secretKey);
-  const transport = new McpTransport((env) => toolServer(env, questions), ctx.logger);
+export function mcpHandler(services: ToolServices, config: Pick<Config, "webUrl" | "secretKey">, logger: Logger): RequestHandler {
+  const metadataUrl = resourceMetadataUrl(config.webUrl);
+  // The SDK and the protocol's modules load with the first call, not at every start (about a
+  // sixth of a second of CPU and their memory, in a gateway no assistant may ever call).
+  let transport: Promise<McpTransport> | undefined;
+  const loadTransport = () =>
+    (transport ??= Promise.all([import("./confirm.js"), import("./protocol.js"), import("./transport.js")]).then(([{ ConfirmQuestions }, { toolServer }, { McpTransport }]) => {
+      const questions = new ConfirmQuestions(config.secretKey);
+      return new McpTransport((env) => toolServer(env, questions), logger);
+    }));
   return (req: Request, res: Response, next: NextFunction) => {
     const principal = principalOf(res);
     const missing = writeToolsCalled(req.body).filter(() => !scopesOf(principal).includes("mcp:write"));
@@ -87,7 +92,9 @@ export function mcpHandler(ctx: AppContext): RequestHandler {
         }),
       );
     }
-    transport.serve({ ctx, principal, log: req.log ?? ctx.logger }, req, res).catch(next);
+    loadTransport()
+      .then((t) => t.serve({ services, principal, log: req.log ?? logger }, req, res))
+      .catch(next);
   };
 }
 

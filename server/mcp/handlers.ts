@@ -2,16 +2,18 @@
 // list through the same tool table.
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
+import type { Config } from "../config.js";
 import { principalOf } from "../http/principal.js";
+import type { Logger } from "../logger.js";
 import { mcpHandler, toolListing } from "./endpoint.js";
+import type { ToolServices } from "./tool.js";
 
 const s = initServer();
 
-export function mcpRouter(ctx: AppContext) {
+export function mcpRouter(services: ToolServices, config: Pick<Config, "webUrl" | "secretKey">, logger: Logger) {
   return s.router(contract.mcp, {
     call: {
-      middleware: [mcpHandler(ctx)],
+      middleware: [mcpHandler(services, config, logger)],
       handler: async () => {
         throw new Error("the MCP transport answers POST /v1/mcp in its middleware");
       },

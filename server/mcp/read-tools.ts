@@ -10,12 +10,8 @@ import { ListWebhookDeliveriesQuery, WebhookDeliveryPage } from "../../contract/
 import { Usage, UsageQuery } from "../../contract/workspace.js";
 import { ChatPage } from "../../contract/conversations.js";
 import { Group, GroupList } from "../../contract/groups.js";
-import { conversationsOf } from "../messages/conversations.js";
 import { connectionView } from "../connections/service.js";
-import { cursorKey } from "../http/cursor.js";
-import { checkNumber, getMessage, listMessages } from "../messages/reads.js";
 import { scheduleView } from "../schedules/service.js";
-import { Workspace } from "../workspace/entities.js";
 import { readTool, type Tool } from "./tool.js";
 
 /** A message without its content: what an assistant may see. */
@@ -62,8 +58,8 @@ export const readTools: Tool[] = [
       "message's id, direction, status and time and its count of unread inbound messages. No content. Paginate with next_cursor.",
     input: Slug.extend({ limit: z.number().int().min(1).max(100).optional(), cursor: z.string().min(1).max(200).optional() }).strict(),
     output: ChatPage,
-    async run({ ctx, principal }, args) {
-      return conversationsOf(ctx).listChats(principal.workspaceId, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
+    async run({ services, principal }, args) {
+      return services.conversations.listChats(principal.workspaceId, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
     },
   }),
   readTool({
@@ -73,8 +69,8 @@ export const readTools: Tool[] = [
       "The groups a connected connection's number is in, newest first: id, subject, size and the number's own role. No message content. Paginate with next_cursor.",
     input: Slug.extend({ limit: z.number().int().min(1).max(100).optional(), cursor: z.string().min(1).max(200).optional() }).strict(),
     output: GroupList,
-    async run({ ctx, principal }, args) {
-      return ctx.services.groups.list(principal, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
+    async run({ services, principal }, args) {
+      return services.groups.list(principal, args.connection, { limit: args.limit ?? 25, cursor: args.cursor });
     },
   }),
   readTool({
@@ -83,8 +79,8 @@ export const readTools: Tool[] = [
     description: "One group by its id (e.g. 120363…@g.us): subject, description, settings and participants with their roles. No message content.",
     input: Slug.extend({ group: z.string().min(1).max(64) }).strict(),
     output: Group,
-    async run({ ctx, principal }, args) {
-      return ctx.services.groups.get(principal, args.connection, args.group);
+    async run({ services, principal }, args) {
+      return services.groups.get(principal, args.connection, args.group);
     },
   }),
   readTool({
@@ -93,8 +89,8 @@ export const readTools: Tool[] = [
     description: "The credential this session uses, its scopes and its workspace (name and plan). Call first to learn what you may do.",
     input: z.object({}).strict(),
     output: Whoami,
-    async run({ ctx, principal }) {
-      const ws = await ctx.db.getRepository(Workspace).findOneByOrFail({ id: principal.workspaceId });
+    async run({ services, principal }) {
+      const ws = await services.workspaces.get(principal.workspaceId);
       const who =
         principal.kind === "api_key"
           ? { type: "api_key" as const, id: principal.keyId, name: principal.name }
@@ -108,8 +104,8 @@ export const readTools: Tool[] = [
     description: "Every messaging number (connection) of the workspace with its slug and state. Only `connected` ones can send now.",
     input: z.object({}).strict(),
     output: z.object({ data: z.array(ConnectionSchema) }),
-    async run({ ctx, principal }) {
-      return { data: (await ctx.services.connections.list(principal)).map(connectionView) };
+    async run({ services, principal }) {
+      return { data: (await services.connections.list(principal)).map(connectionView) };
     },
   }),
   readTool({
@@ -118,8 +114,8 @@ export const readTools: Tool[] = [
     description: "One connection by slug: its state (created, pairing, connected, disconnected, suspended) and linked number.",
     input: Slug.strict(),
     output: ConnectionSchema,
-    async run({ ctx, principal }, args) {
-      return connectionView(await ctx.services.connections.get(principal, args.connection));
+    async run({ services, principal }, args) {
+      return connectionView(await services.connections.get(principal, args.connection));
     },
   }),
   readTool({
@@ -128,8 +124,8 @@ export const readTools: Tool[] = [
     description: "Asks the network, through a connected connection, whether a phone number can receive messages. `checked: false` means it could not tell.",
     input: NumberCheckQuery,
     output: NumberCheck,
-    async run({ ctx, principal, log }, args) {
-      return checkNumber({ ...ctx, logger: log }, principal.workspaceId, args);
+    async run({ services, principal, log }, args) {
+      return services.messageReader.checkNumber(principal.workspaceId, args, log);
     },
   }),
   readTool({
@@ -139,8 +135,8 @@ export const readTools: Tool[] = [
       "Messages newest first with status and recipient (never their content), filtered by connection, status or direction. Pass next_cursor back as cursor for the next page.",
     input: ListMessagesQuery.extend({ limit: z.number().int().min(1).max(100).default(25), status: MessageStatus.optional(), direction: Direction.optional() }),
     output: z.object({ data: z.array(MessageMeta), next_cursor: z.string().nullable() }),
-    async run({ ctx, principal }, args) {
-      const page = await listMessages(ctx.db, cursorKey(ctx.config.secretKey), principal.workspaceId, args);
+    async run({ services, principal }, args) {
+      const page = await services.messageReader.list(principal.workspaceId, args);
       return { data: page.data.map(messageMeta), next_cursor: page.next_cursor };
     },
   }),
@@ -150,8 +146,8 @@ export const readTools: Tool[] = [
     description: "One message by id (msg_…): its status, the timeline of every status change, and the error if it failed. Never its content.",
     input: z.object({ id: z.string().min(1).max(64).describe("The message id (msg_…)") }).strict(),
     output: MessageMeta.extend({ timeline: z.array(TimelineEntry) }),
-    async run({ ctx, principal }, args) {
-      const m = await getMessage(ctx.db, principal.workspaceId, args.id);
+    async run({ services, principal }, args) {
+      const m = await services.messageReader.get(principal.workspaceId, args.id);
       return { ...messageMeta(m), timeline: m.timeline };
     },
   }),
@@ -161,8 +157,8 @@ export const readTools: Tool[] = [
     description: "Recurring sends of the workspace with their status, recurrence, time zone and next run (message content omitted).",
     input: ListSchedulesQuery,
     output: z.object({ data: z.array(ScheduleMeta) }),
-    async run({ ctx, principal }, args) {
-      return { data: (await ctx.services.schedules.list(principal.workspaceId, args.status)).map(scheduleMeta) };
+    async run({ services, principal }, args) {
+      return { data: (await services.schedules.list(principal.workspaceId, args.status)).map(scheduleMeta) };
     },
   }),
   readTool({
@@ -171,8 +167,8 @@ export const readTools: Tool[] = [
     description: "One schedule by id (sch_…): status, recurrence, occurrences so far, next and last run.",
     input: ScheduleId.strict(),
     output: ScheduleMeta,
-    async run({ ctx, principal }, args) {
-      return scheduleMeta(await ctx.services.schedules.get(principal.workspaceId, args.id));
+    async run({ services, principal }, args) {
+      return scheduleMeta(await services.schedules.get(principal.workspaceId, args.id));
     },
   }),
   readTool({
@@ -181,8 +177,8 @@ export const readTools: Tool[] = [
     description: "Messages sent and received per day (UTC) over the last `days` days, with totals.",
     input: UsageQuery.extend({ days: z.number().int().min(1).max(365).default(30) }),
     output: Usage,
-    async run({ ctx, principal }, args) {
-      return ctx.services.workspaces.usage(principal.workspaceId, args.days);
+    async run({ services, principal }, args) {
+      return services.workspaces.usage(principal.workspaceId, args.days);
     },
   }),
   readTool({
@@ -194,9 +190,9 @@ export const readTools: Tool[] = [
       limit: z.number().int().min(1).max(100).default(25),
     }),
     output: WebhookDeliveryPage,
-    async run({ ctx, principal }, args) {
+    async run({ services, principal }, args) {
       const { endpoint_id, ...query } = args;
-      return ctx.services.webhooks.listDeliveries(principal, endpoint_id, query, cursorKey(ctx.config.secretKey));
+      return services.webhooks.listDeliveries(principal, endpoint_id, query);
     },
   }),
 ];

@@ -3,12 +3,36 @@
 // have a preview, answered while `confirm` is not true (docs/mcp.md).
 import { z } from "zod";
 import type { Scope } from "../../contract/common.js";
-import type { AppContext } from "../context.js";
+import type { ConnectionService } from "../connections/service.js";
+import type { GroupService } from "../groups/service.js";
 import type { Principal } from "../http/principal.js";
 import type { Logger } from "../logger.js";
+import type { Conversations } from "../messages/conversations.js";
+import type { MessageLifecycle } from "../messages/lifecycle.js";
+import type { MessageReader } from "../messages/reader.js";
+import type { MessageSender } from "../messages/send.js";
+import type { ScheduleService } from "../schedules/service.js";
+import type { WebhookEndpointService } from "../webhooks/service.js";
+import type { WorkspaceService } from "../workspace/service.js";
+
+/** The services the tools call: the same the REST handlers call. */
+export interface ToolServices {
+  sender: MessageSender;
+  messageLifecycle: MessageLifecycle;
+  /** The list, one message, the export and the number check. */
+  messageReader: MessageReader;
+  /** A connection's chats and what is done in a chat besides sending. */
+  conversations: Conversations;
+  connections: ConnectionService;
+  /** The groups of a connection's number, through its engine. */
+  groups: GroupService;
+  schedules: ScheduleService;
+  webhooks: WebhookEndpointService;
+  workspaces: WorkspaceService;
+}
 
 export interface ToolEnv {
-  ctx: AppContext;
+  services: ToolServices;
   principal: Principal;
   log: Logger;
 }

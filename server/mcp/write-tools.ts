@@ -5,8 +5,6 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { SendMessageBody } from "../../contract/messages.js";
 import { canonicalJson } from "../http/idempotency.js";
-import { conversationsOf } from "../messages/conversations.js";
-import { getMessage } from "../messages/reads.js";
 import { CANCELABLE } from "../messages/status.js";
 import { allowedFrom, nextStatus, type ScheduleAction } from "../schedules/service.js";
 import { messageMeta } from "./read-tools.js";
@@ -58,8 +56,8 @@ function scheduleTool(action: Exclude<ScheduleAction, "complete">, title: string
     input: z.object({ id: z.string().min(1).max(64).describe("The schedule id (sch_…)") }).strict(),
     output: Outcome,
     destructive,
-    async preview({ ctx, principal }, args) {
-      const schedule = await ctx.services.schedules.get(principal.workspaceId, args.id);
+    async preview({ services, principal }, args) {
+      const schedule = await services.schedules.get(principal.workspaceId, args.id);
       const to = nextStatus(action, schedule.status);
       return previewOf(name, to ? `${action} schedule ${schedule.id} ("${schedule.name}"): ${schedule.status} → ${to}` : "nothing: not allowed from this status", {
         id: schedule.id,
@@ -67,8 +65,8 @@ function scheduleTool(action: Exclude<ScheduleAction, "complete">, title: string
         ...(to ? { new_status: to } : { refused: `A schedule can be ${action}d only when ${allowedFrom(action).join(" or ")}.` }),
       });
     },
-    async run({ ctx, principal }, args) {
-      const s = await ctx.services.schedules[action](principal.workspaceId, args.id);
+    async run({ services, principal }, args) {
+      const s = await services.schedules[action](principal.workspaceId, args.id);
       return { preview: false, tool: name, done: `${action}d`, id: s.id, status: s.status };
     },
   });
@@ -86,14 +84,14 @@ export const writeTools: Tool[] = [
     output: Outcome,
     destructive: false,
     openWorld: true,
-    async preview({ ctx, principal }, args) {
-      const refused = await ctx.services.sender.check(principal, args);
-      if (refused) throw await ctx.services.sender.problem(principal, refused);
+    async preview({ services, principal }, args) {
+      const refused = await services.sender.check(principal, args);
+      if (refused) throw await services.sender.problem(principal, refused);
       return previewOf("send_message", args.send_at ? `schedule a message for ${args.send_at}` : "send a message now", sendDetails(args));
     },
     async run(env, args) {
       const { confirm: _c, ...send } = args as SendInput & { confirm?: boolean };
-      const accepted = await env.ctx.services.sender.sendOrThrow(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
+      const accepted = await env.services.sender.sendOrThrow(env.principal, send, { idempotencyKey: sendIdempotencyKey(send) });
       const m = messageMeta(accepted.body);
       return { preview: false, tool: "send_message", done: accepted.replayed ? "already sent by an identical call" : "queued", id: m.id, status: m.status, connection: m.connection, to: m.to, send_at: m.send_at, replayed: accepted.replayed };
     },
@@ -105,8 +103,8 @@ export const writeTools: Tool[] = [
     input: z.object({ id: MessageId }).strict(),
     output: Outcome,
     destructive: true,
-    async preview({ ctx, principal }, args) {
-      const m = await getMessage(ctx.db, principal.workspaceId, args.id);
+    async preview({ services, principal }, args) {
+      const m = await services.messageReader.get(principal.workspaceId, args.id);
       const can = CANCELABLE.includes(m.status);
       return previewOf("cancel_message", can ? `cancel message ${m.id} (${m.status}) to ${JSON.stringify(m.to)}` : "nothing: it cannot be canceled any more", {
         id: m.id,
@@ -114,8 +112,8 @@ export const writeTools: Tool[] = [
         ...(can ? { new_status: "canceled" } : { refused: `Only ${CANCELABLE.join(", ")} messages can be canceled.` }),
       });
     },
-    async run({ ctx, principal }, args) {
-      const m = await ctx.services.messageLifecycle.cancel(principal.workspaceId, args.id);
+    async run({ services, principal }, args) {
+      const m = await services.messageLifecycle.cancel(principal.workspaceId, args.id);
       return { preview: false, tool: "cancel_message", done: "canceled", id: m.id, status: m.status };
     },
   }),
@@ -129,8 +127,8 @@ export const writeTools: Tool[] = [
     output: Outcome,
     destructive: false,
     openWorld: true,
-    async preview({ ctx, principal }, args) {
-      const { message } = await conversationsOf(ctx).find(principal.workspaceId, args.id);
+    async preview({ services, principal }, args) {
+      const { message } = await services.conversations.find(principal.workspaceId, args.id);
       const ready = message.providerMessageId !== null;
       return previewOf("react_to_message", ready ? (args.emoji === "" ? `remove our reaction to message ${message.id}` : `react to message ${message.id}`) : "nothing: it has no network id yet", {
         id: message.id,
@@ -139,8 +137,8 @@ export const writeTools: Tool[] = [
         ...(ready ? {} : { refused: "The message has no network id yet (it has not been handed to the network)." }),
       });
     },
-    async run({ ctx, principal }, args) {
-      const done = await conversationsOf(ctx).react(principal.workspaceId, args.id, args.emoji);
+    async run({ services, principal }, args) {
+      const done = await services.conversations.react(principal.workspaceId, args.id, args.emoji);
       return { preview: false, tool: "react_to_message", done: args.emoji === "" ? "reaction removed" : "reacted", id: done.message.id };
     },
   }),
@@ -152,12 +150,12 @@ export const writeTools: Tool[] = [
     output: Outcome,
     destructive: false,
     openWorld: true,
-    async preview({ ctx, principal }, args) {
-      const { message, chat, unread } = await conversationsOf(ctx).unreadUpTo(principal.workspaceId, args.id);
+    async preview({ services, principal }, args) {
+      const { message, chat, unread } = await services.conversations.unreadUpTo(principal.workspaceId, args.id);
       return previewOf("mark_read", `mark ${unread.length} unread inbound message(s) of chat ${chat} read`, { id: message.id, chat, unread: unread.length });
     },
-    async run({ ctx, principal }, args) {
-      const receipt = await conversationsOf(ctx).markRead(principal.workspaceId, args.id);
+    async run({ services, principal }, args) {
+      const receipt = await services.conversations.markRead(principal.workspaceId, args.id);
       return { preview: false, tool: "mark_read", done: "marked read", id: receipt.message_id, chat: receipt.chat, marked: receipt.marked };
     },
   }),

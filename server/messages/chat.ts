@@ -1,4 +1,4 @@
-// Chats (product.md, "Conversations"): the other side of a conversation on one connection, a
+// Chats (docs/conversations.md): the other side of a conversation on one connection, a
 // contact (`+15550002222`, `lid:<digits>`) or a group (`group:<id>`). The rule that derives a
 // message's chat is the `chat` column of messages (migration 1732251000000-conversations.ts);
 // these turn a chat into the recipient the engines address, and a message into its reference.

@@ -2,15 +2,13 @@
 import { finished } from "node:stream";
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
-import { conversationsOf } from "./conversations.js";
+import type { Conversations } from "./conversations.js";
 import type { Accepted } from "./send.js";
 
 const s = initServer();
 
-export function conversationsRouter(ctx: AppContext) {
-  const conversations = conversationsOf(ctx);
+export function conversationsRouter(conversations: Conversations) {
   const accepted = (a: Accepted, res: import("express").Response) => {
     if (a.replayed) res.setHeader("Idempotent-Replayed", "true");
     return { status: 202 as const, body: a.body };

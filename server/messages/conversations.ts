@@ -1,4 +1,4 @@
-// Conversations (product.md, "Conversations"): a connection's chats, and what is done in a chat
+// Conversations (docs/conversations.md): a connection's chats, and what is done in a chat
 // besides sending. A reply and a poll are sends (send.ts: the same rules, durability and
 // Idempotency-Key); a reaction, an edit, a revoke, a read and a presence go to the engine at once
 // and, once it took them, are written on the message. The workspace always comes from the credential.
@@ -21,7 +21,6 @@ import { engineConnectionFor } from "../connections/service.js";
 import { MICROSECOND_INSTANT } from "../db/instant.js";
 import { rows } from "../db/rows.js";
 import { EngineError, type Engine, type EngineConnection, type EngineRegistry, type MediaDownload, type MessageRef } from "../engines/engine.js";
-import type { AppContext } from "../context.js";
 import { cursorKey, decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
 import { ApiError } from "../http/errors.js";
 import { chatOf, chatRecipient, messageRef } from "./chat.js";
@@ -29,11 +28,6 @@ import type { Message } from "./entities.js";
 import type { Accepted, MessageSender, SendAs, SendOptions } from "./send.js";
 import { messageFromRow } from "./store/row.js";
 import { messageView } from "./view.js";
-
-/** The conversation service over a gateway's context (the REST handlers and the tool endpoint share it). */
-export function conversationsOf(ctx: Pick<AppContext, "db" | "config" | "engines" | "services">): Conversations {
-  return new Conversations({ db: ctx.db, config: ctx.config, engines: ctx.engines, sender: ctx.services.sender }, cursorKey(ctx.config.secretKey));
-}
 
 /** Our own reactions are kept under this reactor (contacts' under their address). */
 const OURS = "me";
@@ -57,11 +51,8 @@ type Action = "react" | "edit" | "revoke" | "markRead" | "sendPresence" | "downl
 export class Conversations {
   private readonly cursorKey: Buffer;
 
-  constructor(
-    private readonly deps: ConversationDeps,
-    cursorKey: Buffer,
-  ) {
-    this.cursorKey = cursorKey;
+  constructor(private readonly deps: ConversationDeps) {
+    this.cursorKey = cursorKey(deps.config.secretKey);
   }
 
   /** The chats of a connection, newest last message first, with their unread inbound counts. */

@@ -1,7 +1,9 @@
 // Hand-off of accepted messages to their engine. Each process runs one dispatcher; they share the
 // dispatch_queue outbox, claiming rows with FOR UPDATE SKIP LOCKED and a lock that expires, so a
 // process that dies mid hand-off leaves its claims to another. The engine deduplicates on our
-// message id, so a hand-off retried after a crash reaches the network once.
+// message id, so a hand-off retried after a crash reaches the network once. Every statement that
+// queues a message or moves its due time NOTIFYs svc_dispatch (migration 1732262100000), so an idle
+// dispatcher sleeps until its next row is due rather than polling every IDLE_POLL_MS.
 import type { DataSource } from "typeorm";
 import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
@@ -11,11 +13,14 @@ import { EngineError, type EngineRegistry, type Pace } from "../engines/engine.j
 import { backoffMs } from "../backoff.js";
 import { isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
+import type { DatabaseListener } from "../db/listener.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 import { messageRef } from "./chat.js";
 import { dropHandOffs, markSubmitting, recordFailed, recordRetry, recordSubmitted } from "./store/handoff.js";
 
+/** Every statement that adds to dispatch_queue or moves a row's available_at NOTIFYs this. */
+export const DISPATCH_CHANNEL = "svc_dispatch";
 const BATCH = 200;
 const IDLE_POLL_MS = 250;
 /** Transient failures are retried this many times, with exponential backoff, then fail. */
@@ -30,6 +35,11 @@ const HANDOFF_WINDOW_MS = 100;
 const HANDOFF_BATCH = 50;
 /** Longest wait between hand-off attempts while the database is unavailable. */
 const MAX_OUTAGE_BACKOFF_MS = 2_000;
+/**
+ * Turns a stopping dispatcher waits for the database to finish a hand-off in flight (~16 s in all:
+ * 4 turns, ~4 s, ran out on the embedded database in CI, one backend shared with a busy process).
+ */
+const STOPPING_OUTAGE_TURNS = 10;
 
 interface Claimed {
   message_id: string;
@@ -52,18 +62,22 @@ export class MessageDispatcher {
   private readonly lanes = new Map<string, Lane>();
   private readonly active = new Set<Promise<void>>();
   private readonly intervalMs: number;
+  /** Connections the last claim left out because their lanes were full: a lane that drains wakes the loop. */
+  private held = new Set<string>();
 
   constructor(
     private readonly db: DataSource,
     private readonly config: Config,
     private readonly engines: EngineRegistry,
     private readonly logger: Logger,
+    listener?: DatabaseListener,
   ) {
     this.intervalMs = 1000 / config.dispatch.ratePerConnection;
     this.loop = new PollingLoop({
       tick: () => this.claimAndEnqueue(),
       full: (n) => n >= BATCH,
       idleMs: IDLE_POLL_MS,
+      ...(listener && { notifiedBy: { listener, channel: DISPATCH_CHANNEL }, dueIn: () => this.dueIn() }),
       logger,
       errorMessage: "dispatcher claim failed",
     });
@@ -103,6 +117,7 @@ export class MessageDispatcher {
 
   private async claim(): Promise<Claimed[]> {
     const saturated = [...this.lanes].filter(([, l]) => l.queue.length >= this.laneLimit(l)).map(([id]) => id);
+    this.held = new Set(saturated);
     // An UPDATE returns its rows in the table's physical order, not the order it chose them in:
     // the claims are sorted again, by acceptance (the time, then the id, which is monotonic within
     // a millisecond), so each connection's lane gets them in the order they were accepted.
@@ -127,6 +142,21 @@ export class MessageDispatcher {
         ORDER BY claimed.available_at, claimed.message_id`,
       [String(this.config.dispatch.lockSeconds), BATCH, saturated],
     );
+  }
+
+  /**
+   * Milliseconds until the earliest row another claim could take falls due: its backoff over, its
+   * lock expired, its connection's restriction lifted (null: none). Held lanes wake the loop themselves.
+   */
+  private async dueIn(): Promise<number | null> {
+    const [row] = await rows<{ ms: number | null }>(
+      this.db,
+      `SELECT (EXTRACT(EPOCH FROM min(GREATEST(q.available_at, q.locked_until, CASE WHEN r.restricted THEN r.restricted_until END)) - now()) * 1000)::float8 AS ms
+         FROM dispatch_queue q LEFT JOIN connections r ON r.id = q.connection_id
+        WHERE q.connection_id <> ALL($1::text[]) AND NOT (coalesce(r.restricted, false) AND r.restricted_until IS NULL)`,
+      [[...this.held]],
+    );
+    return row?.ms ?? null;
   }
 
   private enqueue(c: Claimed): void {
@@ -163,11 +193,14 @@ export class MessageDispatcher {
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           await this.handOff(batch);
           outageTurns = 0;
+          if (lane.queue.length < this.laneLimit(lane) && this.held.delete(connectionId)) this.loop.wake();
         } catch (err) {
           // The database went away mid hand-off: the claims are still ours, so keep them and try
           // again once it is back (the engine deduplicates a message handed off twice) rather than
-          // leave them locked until the lock expires. Not while stopping: they expire for others.
-          if (isDatabaseUnavailable(err) && this.loop.running) {
+          // leave them locked until the lock expires. While stopping, for a few turns only: a
+          // hand-off in flight is finished if the database answers within them (a graceful stop),
+          // else its claims expire for others.
+          if (isDatabaseUnavailable(err) && (this.loop.running || outageTurns < STOPPING_OUTAGE_TURNS)) {
             lane.queue.unshift(...batch);
             await new Promise((r) => setTimeout(r, backoffMs(++outageTurns, 250, MAX_OUTAGE_BACKOFF_MS)));
           } else this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed");

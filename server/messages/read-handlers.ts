@@ -1,5 +1,5 @@
 // The read side of contract.messages (list, get, export, number check), spread into the messages
-// router: `s.router(contract.messages, { ...readHandlers(ctx), send, cancel, reschedule })`.
+// router: `s.router(contract.messages, { ...readHandlers(reader), send, cancel, reschedule })`.
 // The workspace always comes from the credential.
 //
 // Key order matters: ts-rest registers Express routes in the order of the router object's keys,
@@ -8,11 +8,9 @@
 import { finished } from "node:stream";
 import type { AppRouteImplementation } from "@ts-rest/express";
 import type { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
-import { cursorKey } from "../http/cursor.js";
 import { principalOf } from "../http/principal.js";
-import { exportFileName, openMessagesCsv } from "./export.js";
-import { checkNumber, getMessage, listMessages } from "./reads.js";
+import { exportFileName } from "./export.js";
+import type { MessageReader } from "./reader.js";
 
 type Routes = (typeof contract)["messages"];
 
@@ -23,15 +21,14 @@ export interface ReadHandlers {
   checkNumber: AppRouteImplementation<Routes["checkNumber"]>;
 }
 
-export function readHandlers(ctx: AppContext): ReadHandlers {
-  const key = cursorKey(ctx.config.secretKey);
+export function readHandlers(reader: MessageReader): ReadHandlers {
   return {
     list: async ({ query, res }) => {
-      return { status: 200, body: await listMessages(ctx.db, key, principalOf(res).workspaceId, query) };
+      return { status: 200, body: await reader.list(principalOf(res).workspaceId, query) };
     },
 
     export: async ({ query, req, res }) => {
-      const csv = await openMessagesCsv(ctx.db, principalOf(res).workspaceId, query);
+      const csv = await reader.exportCsv(principalOf(res).workspaceId, query);
       res.setHeader("content-type", "text/csv; charset=utf-8");
       res.setHeader("content-disposition", `attachment; filename="${exportFileName()}"`);
       res.setHeader("cache-control", "no-store");
@@ -48,11 +45,11 @@ export function readHandlers(ctx: AppContext): ReadHandlers {
     },
 
     get: async ({ params, res }) => {
-      return { status: 200, body: await getMessage(ctx.db, principalOf(res).workspaceId, params.id) };
+      return { status: 200, body: await reader.get(principalOf(res).workspaceId, params.id) };
     },
 
     checkNumber: async ({ query, req, res }) => {
-      const body = await checkNumber({ ...ctx, logger: req.log ?? ctx.logger }, principalOf(res).workspaceId, query);
+      const body = await reader.checkNumber(principalOf(res).workspaceId, query, req.log);
       return { status: 200, body };
     },
   };

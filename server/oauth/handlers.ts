@@ -8,21 +8,18 @@ import type { RequestHandler, Response } from "express";
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
 import { CONSENT_PAGE_PATH, RegisterClientBody } from "../../contract/oauth.js";
-import type { AppContext } from "../context.js";
+import type { Config } from "../config.js";
 import { ApiError, sendProblem } from "../http/errors.js";
 import { clientIp, sessionOf } from "../http/principal.js";
-import { DatabaseRateLimiter, rateLimitHeaders } from "../http/rate-limit.js";
+import { rateLimitHeaders } from "../http/rate-limit.js";
 import { clientRedirect, RequestSigner } from "./authorize-request.js";
-import { clientFromMetadataDocument, findClient, isMetadataDocumentId, OAuthProtocolError, registerClient } from "./clients.js";
-import { approve, approvedRedirect, exchangeCode, listGrants, refresh, revokeGrant } from "./grants.js";
+import { OAuthProtocolError } from "./clients.js";
 import { sendAuthorizationErrorPage } from "./error-page.js";
 import { issuerOf, publicCors, toolResourceOf } from "./metadata.js";
+import type { OAuthService } from "./service.js";
 import { cappedScopes, MCP_SCOPE_TEXT, MCP_SCOPES } from "./tokens.js";
 
 const s = initServer();
-
-/** Registrations one client address may make in an hour. */
-export const REGISTRATIONS_PER_HOUR = 20;
 
 const PKCE_S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
@@ -51,16 +48,14 @@ const unreachable = async (): Promise<never> => {
   throw new Error("answered by the route middleware");
 };
 
-export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
-  const issuer = issuerOf(ctx.config);
-  const resource = toolResourceOf(ctx.config);
-  // Across processes, like the sign-in limits: registration is unauthenticated.
-  const registrations = new DatabaseRateLimiter(ctx.db);
-  const outbound = { allowPrivate: ctx.config.webhooks.allowPrivate };
+export function oauthRouter(oauth: OAuthService, config: Pick<Config, "webUrl" | "secretKey">) {
+  const issuer = issuerOf(config);
+  const resource = toolResourceOf(config);
+  const signer = new RequestSigner(config.secretKey);
 
   const register: RequestHandler = (req, res, next) => {
     (async () => {
-      const decision = await registrations.hit(`oauth-register:${clientIp(req)}`, REGISTRATIONS_PER_HOUR, 3600_000);
+      const decision = await oauth.registrationAllowed(clientIp(req));
       if (!decision.allowed) {
         return sendProblem(res, new ApiError("rate_limited", "Too many client registrations from this address; try again later.", { headers: rateLimitHeaders(decision) }));
       }
@@ -70,7 +65,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         const field = String(issue.path[0] ?? "");
         return oauthError(res, new OAuthProtocolError(field === "redirect_uris" ? "invalid_redirect_uri" : "invalid_client_metadata", `${issue.path.join(".") || "body"}: ${issue.message}`));
       }
-      const client = await registerClient(ctx.db, parsed.data);
+      const client = await oauth.register(parsed.data);
       res.status(201).setHeader("Cache-Control", "no-store");
       res.json({
         client_id: client.id,
@@ -94,7 +89,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       const redirectUri = param(q, "redirect_uri");
       let client;
       try {
-        client = !clientId ? null : isMetadataDocumentId(clientId) ? await clientFromMetadataDocument(clientId, outbound) : await findClient(ctx.db, clientId);
+        client = !clientId ? null : await oauth.client(clientId);
       } catch (err) {
         if (!(err instanceof OAuthProtocolError)) throw err;
         return sendProblem(res, ApiError.validation([{ path: "query.client_id", message: err.description }]));
@@ -104,7 +99,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         return sendProblem(res, ApiError.validation([{ path: "query.redirect_uri", message: "must be exactly one of the client's registered redirect URIs" }]));
       }
       const state = param(q, "state") ?? null;
-      const trusted = await approvedRedirect(ctx.db, client.id, redirectUri);
+      const trusted = await oauth.approvedRedirect(client.id, redirectUri);
       const refuse = (error: string, description: string) =>
         trusted
           ? res.redirect(302, clientRedirect({ redirectUri, state }, issuer, { error, error_description: description }))
@@ -128,7 +123,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       const unknown = scopes.find((sc) => !(MCP_SCOPES as readonly string[]).includes(sc));
       if (unknown || scopes.length === 0) return refuse("invalid_scope", `Scopes are ${MCP_SCOPES.join(" and ")}.`);
       const sealed = signer.seal({ clientId: client.id, clientName: client.name, redirectUri, codeChallenge: challenge, scopes: [...new Set(scopes)], state, resource });
-      res.redirect(302, `${ctx.config.webUrl}${CONSENT_PAGE_PATH}?request=${sealed}`);
+      res.redirect(302, `${config.webUrl}${CONSENT_PAGE_PATH}?request=${sealed}`);
     })().catch(next);
   };
 
@@ -142,7 +137,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       if (grantType === "authorization_code") {
         const code = param(b, "code");
         if (!code) throw new OAuthProtocolError("invalid_request", "code is required.");
-        issued = await exchangeCode(ctx.db, {
+        issued = await oauth.exchangeCode({
           code,
           codeVerifier: param(b, "code_verifier"),
           redirectUri: param(b, "redirect_uri"),
@@ -155,7 +150,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
         // A public client has no secret: its client_id is what binds the token to it (RFC 6749 6).
         const clientId = param(b, "client_id");
         if (!clientId) throw new OAuthProtocolError("invalid_request", "client_id is required: a refresh names the client it was issued to.");
-        issued = await refresh(ctx.db, rt, clientId, param(b, "resource"));
+        issued = await oauth.refresh(rt, clientId, param(b, "resource"));
       } else {
         throw new OAuthProtocolError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.");
       }
@@ -202,7 +197,7 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
       if (scopes.length === 0) {
         throw new ApiError("forbidden", `Your role (${p.role}) cannot approve tool access; an owner, admin or developer can.`);
       }
-      const code = await approve(ctx.db, {
+      const code = await oauth.approve({
         workspaceId: p.workspaceId,
         userId: p.userId,
         clientId: request.clientId,
@@ -216,11 +211,11 @@ export function oauthRouter(ctx: AppContext, signer: RequestSigner) {
     },
     listAuthorizations: async ({ res }) => {
       const p = sessionOf(res);
-      return { status: 200, body: { data: await listGrants(ctx.db, p.workspaceId, p.userId) } };
+      return { status: 200, body: { data: await oauth.listGrants(p.workspaceId, p.userId) } };
     },
     revokeAuthorization: async ({ params, res }) => {
       const p = sessionOf(res);
-      if (!(await revokeGrant(ctx.db, p.workspaceId, p.userId, params.id))) throw ApiError.notFound("authorization");
+      if (!(await oauth.revokeGrant(p.workspaceId, p.userId, params.id))) throw ApiError.notFound("authorization");
       return { status: 204, body: undefined };
     },
   });

@@ -5,19 +5,19 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { AppRouteImplementation } from "@ts-rest/express";
 import type { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { ApiError, sendProblem } from "../http/errors.js";
 import { stringProblem } from "../http/input-check.js";
+import type { ProviderCallbackService } from "./service.js";
 
 export const PROVIDER_CALLBACK_PATH = "/v1/provider/:providerName/:token";
 
 /** Mounted before the body parser. */
-export function providerTokenCheck(ctx: AppContext): RequestHandler {
+export function providerTokenCheck(callbacks: ProviderCallbackService): RequestHandler {
   return (req, res, next) => {
     const { providerName, token } = req.params as { providerName: string; token: string };
     // A name the database could not even hold (a NUL, a lone surrogate) names no connection.
     if (stringProblem(providerName) || stringProblem(token)) return unknownCallback(res);
-    ctx.services.providerCallbacks.knows(providerName, token).then((known) => {
+    callbacks.knows(providerName, token).then((known) => {
       if (known) {
         res.locals.knownCallback = true;
         return next();
@@ -42,9 +42,9 @@ export const ignoreUnreadableCallback: ErrorRequestHandler = (err, req, res, nex
 };
 
 /** `ops.providerCallback`: 202 whether the report was applied or ignored (a duplicate, nothing to do). */
-export function providerCallbackHandler(ctx: AppContext): AppRouteImplementation<typeof contract.ops.providerCallback> {
+export function providerCallbackHandler(callbacks: ProviderCallbackService): AppRouteImplementation<typeof contract.ops.providerCallback> {
   return async ({ params, body }) => {
-    const ack = await ctx.services.providerCallbacks.handle(params.providerName, params.token, body);
+    const ack = await callbacks.handle(params.providerName, params.token, body);
     return { status: 202, body: ack };
   };
 }

@@ -1,9 +1,10 @@
 // Reports from the engines (docs/engines.md, "The callback wire format"): POST /v1/provider/{providerName}/{token}. The token
 // is the connection's only credential here. Each report is applied in one transaction together
 // with its dedupe row, so a redelivery (same event_id) finds the row and changes nothing, and a
-// report that failed half-way leaves no dedupe row and is applied in full when retried.
+// report that failed half-way leaves no dedupe row and is applied in full when retried. Reports
+// handed over in process (handleInProcess) take the same path without the dedupe rows.
 import type { DataSource, EntityManager } from "typeorm";
-import type { ConnectionRestrictionEvent, ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody } from "../../contract/index.js";
+import type { ConnectionRestrictionEvent, ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody, ProviderEvent } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
 import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
 import { connectionView, moveConnection } from "../connections/service.js";
@@ -44,33 +45,53 @@ export class ProviderCallbackService {
    * deduplicated by its event_id (a redelivery, or the same event twice in a batch, is ignored).
    */
   async handle(providerName: string, token: string, body: ProviderCallbackBody): Promise<ProviderAck> {
-    const events = "events" in body ? body.events : [body];
+    return this.apply(providerName, "events" in body ? body.events : [body], { tokenDigest: callbackTokenDigest(token) });
+  }
+
+  /**
+   * Reports of an engine running in this process, handed over without HTTP (the sandbox's message
+   * receipts: docs/decisions.md, "Connections and the sandbox"): applied as a callback's, in one
+   * transaction, without dedupe rows: they are never delivered twice, so nothing is to be
+   * recognised again. 404 when the connection is gone or has moved to another engine.
+   */
+  async handleInProcess(providerName: string, connectionId: string, events: ProviderEvent[]): Promise<ProviderAck> {
+    return this.apply(providerName, events, { connectionId });
+  }
+
+  private async apply(providerName: string, events: ProviderEvent[], by: { tokenDigest: Buffer } | { connectionId: string }): Promise<ProviderAck> {
+    const dedupe = "tokenDigest" in by;
     return await this.db.transaction(async (em) => {
       // One round trip: the connection and the dedupe rows. State reports lock the connection so
       // that they and user operations on it apply one at a time. Message reports only read it:
       // a lock there would queue every report of a number behind the others.
       const locks = events.some((e) => e.type === "connection.state" || e.type === "connection.restriction");
-      const [found] = await rows<Record<string, unknown> & { fresh: string[] }>(
-        em,
-        `WITH c AS (
-           SELECT * FROM connections
-            WHERE ${CALLBACK_CONNECTION}
-            ${locks ? "FOR UPDATE" : ""}
-         ), d AS (
-           INSERT INTO provider_callbacks (connection_id, event_id) SELECT c.id, e FROM c, unnest($3::text[]) AS e
-           ON CONFLICT DO NOTHING RETURNING event_id
-         )
-         SELECT c.*, ARRAY(SELECT event_id FROM d) AS fresh FROM c`,
-        [callbackTokenDigest(token), providerName, events.map((e) => e.event_id)],
-      );
+      const [found] = dedupe
+        ? await rows<Record<string, unknown> & { fresh: string[] }>(
+            em,
+            `WITH c AS (
+               SELECT * FROM connections
+                WHERE ${CALLBACK_CONNECTION}
+                ${locks ? "FOR UPDATE" : ""}
+             ), d AS (
+               INSERT INTO provider_callbacks (connection_id, event_id) SELECT c.id, e FROM c, unnest($3::text[]) AS e
+               ON CONFLICT DO NOTHING RETURNING event_id
+             )
+             SELECT c.*, ARRAY(SELECT event_id FROM d) AS fresh FROM c`,
+            [by.tokenDigest, providerName, events.map((e) => e.event_id)],
+          )
+        : await rows<Record<string, unknown>>(
+            em,
+            `SELECT * FROM connections WHERE id = $1 AND transport = $2 AND deleted_at IS NULL ${locks ? "FOR UPDATE" : ""}`,
+            [by.connectionId, providerName],
+          );
       if (!found) throw ApiError.notFound("callback (unknown provider or token)");
-      const fresh = new Set(found.fresh);
+      const fresh = dedupe ? new Set(found.fresh as string[]) : null;
       const connection = em.getRepository(Connection).create(connectionFromRow(found));
       const statuses = new StatusBatch(connection);
       let accepted = false;
       for (const event of events) {
         // The first of an event_id only: a repeat within the batch is a redelivery too.
-        if (!fresh.delete(event.event_id)) continue;
+        if (fresh && !fresh.delete(event.event_id)) continue;
         if (event.type === "message.status") statuses.add(event);
         else if (event.type === "message.outbound_from_phone") accepted = (await recordPhoneOutbound(em, connection, event)) !== null || accepted;
         else if (event.type === "connection.restriction") accepted = (await this.restriction(em, connection, event)) || accepted;

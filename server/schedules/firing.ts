@@ -12,8 +12,10 @@
 // the claim (with the run rows, the connections, the plans and the month's usage) is one
 // statement, the batch's messages another, the advance of the whole batch a third, and one
 // commit serves the batch. A batch that fails is retried one
-// schedule at a time, so one bad row only holds itself back. Agenda decides when workers run
-// (jobs/schedule-fire.ts); the dispatcher picks the queued messages up on its own poll.
+// schedule at a time, so one bad row only holds itself back. Every process fires: its own loop
+// (ScheduleFiringLoop, below) wakes at the next due time and on NOTIFY svc_schedules, so the
+// workers of all processes claim side by side (docs/decisions.md, "Schedules fired by every
+// process"); the dispatcher picks the queued messages up on its own poll.
 import { hostname } from "node:os";
 import type { DataSource, EntityManager } from "typeorm";
 import { SendMessageBody, type Message as MessageView, type Recurrence, type ScheduleStatus } from "../../contract/index.js";
@@ -21,7 +23,9 @@ import { Connection, type StoredConnectionState } from "../connections/entities.
 import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
+import type { DatabaseListener } from "../db/listener.js";
 import type { Logger } from "../logger.js";
+import { PollingLoop } from "../polling-loop.js";
 import { acceptMany, type AcceptInput } from "../messages/store/accept.js";
 import { refusalText, sendRefusal } from "../messages/store/send-rules.js";
 import type { Schedule } from "./entities.js";
@@ -298,6 +302,70 @@ export class ScheduleFiring {
         events.map((e) => e.createdAt),
       ],
     );
+  }
+}
+
+/** Every statement that creates a schedule or moves its next run NOTIFYs this (migration 1732261700000). */
+export const SCHEDULES_CHANNEL = "svc_schedules";
+/** Concurrent fire transactions per process; the embedded database runs one transaction at a time. */
+const WORKERS = 4;
+/** A run stops claiming after this long, so that a stop is not held up; the next turn goes on. */
+const RUN_BUDGET_MS = 10_000;
+/**
+ * Without notifications (the embedded database, or the LISTEN connection down) a schedule created
+ * or resumed elsewhere is seen by this poll; with them the poll is only a fallback.
+ */
+const POLL_MS = 1_000;
+/** A due schedule that no worker could fire (locked by another process, or failing) is looked at again this soon. */
+const RETRY_MS = 1_000;
+
+/**
+ * One per process: sleeps until the earliest next_run_at of an active schedule (or a NOTIFY that
+ * an earlier one may exist), then fires what is due with several workers. Every process wakes at
+ * the same instant and claims with SKIP LOCKED, so a burst is shared by all of them.
+ */
+export class ScheduleFiringLoop {
+  private readonly loop: PollingLoop;
+  /** When the earliest active schedule is due, as last read; null: none. */
+  private nextDueAt: number | null = null;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly firing: ScheduleFiring,
+    listener: DatabaseListener,
+    logger: Logger,
+    private readonly workers = listener.enabled ? WORKERS : 1,
+  ) {
+    this.loop = new PollingLoop({
+      tick: () => this.tick(),
+      full: (n) => n > 0,
+      idleMs: POLL_MS,
+      idleFor: () => (this.nextDueAt === null ? Infinity : Math.max(0, this.nextDueAt - Date.now())),
+      notifiedBy: { listener, channel: SCHEDULES_CHANNEL },
+      logger,
+      errorMessage: "schedule firing failed",
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** Fires what is due, or reads when the next one is; answers how many occurrences were handled. */
+  private async tick(): Promise<number> {
+    const [row] = await rows<{ at: Date | null }>(this.db, `SELECT min(next_run_at) AS at FROM schedules WHERE status = 'active'`);
+    const at = row?.at ? row.at.getTime() : null;
+    if (at === null || at > Date.now()) {
+      this.nextDueAt = at;
+      return 0;
+    }
+    const handled = await this.firing.fireDue({ workers: this.workers, budgetMs: RUN_BUDGET_MS, shouldStop: () => !this.loop.running });
+    if (handled === 0) this.nextDueAt = Date.now() + RETRY_MS;
+    return handled;
   }
 }
 

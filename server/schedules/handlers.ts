@@ -1,13 +1,11 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { principalOf } from "../http/principal.js";
-import { scheduleView } from "./service.js";
+import { scheduleView, type ScheduleService } from "./service.js";
 
 const s = initServer();
 
-export function schedulesRouter(ctx: AppContext) {
-  const schedules = ctx.services.schedules;
+export function schedulesRouter(schedules: ScheduleService) {
   return s.router(contract.schedules, {
     create: async ({ body, res }) => {
       return { status: 201, body: scheduleView(await schedules.create(principalOf(res), body)) };

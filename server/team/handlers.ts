@@ -1,13 +1,11 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { sessionOf, signedInUserOf } from "../http/principal.js";
-import { invitationView } from "./service.js";
+import { invitationView, type TeamService } from "./service.js";
 
 const s = initServer();
 
-export function teamRouter(ctx: AppContext) {
-  const team = ctx.services.team;
+export function teamRouter(team: TeamService) {
   return s.router(contract.team, {
     list: async ({ res }) => {
       const { members, invitations, assignableRoles } = await team.list(sessionOf(res));

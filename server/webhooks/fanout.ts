@@ -1,6 +1,8 @@
 // Fan-out from the event outbox: every event row not yet fanned out becomes one delivery per
 // matching endpoint (same workspace, event type subscribed, and, for an endpoint pinned to a
 // connection, the event's connection_id equal to the pinned one), and is then marked fanned out.
+// The match is one SQL function (migration 1732261700000-events-unmatched), which also writes an
+// event no endpoint matches fanned out already: the fan-out never sees it.
 // A batch is claimed with FOR UPDATE SKIP LOCKED and handled in one transaction, so several
 // processes share the work and a crash half-way leaves the batch to be fanned out again; the
 // unique (endpoint_id, event_id) makes that second pass add nothing twice. Every statement that
@@ -10,6 +12,7 @@ import type { DataSource } from "typeorm";
 import { rows } from "../db/rows.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
+import type { DatabaseListener } from "../db/listener.js";
 import { PollingLoop } from "../polling-loop.js";
 
 const BATCH = 500;
@@ -30,7 +33,7 @@ export class WebhookFanout {
     logger: Logger,
     /** Called after a batch that created deliveries committed (wakes this process's deliverer). */
     onDeliveries: () => void,
-    options: { batch?: number; idlePollMs?: number } = {},
+    options: { batch?: number; idlePollMs?: number; listener?: DatabaseListener } = {},
   ) {
     const batch = options.batch ?? BATCH;
     this.loop = new PollingLoop({
@@ -41,6 +44,8 @@ export class WebhookFanout {
       },
       full: (n) => n >= batch,
       idleMs: options.idlePollMs ?? IDLE_POLL_MS,
+      // Every statement that records an event NOTIFYs svc_events on commit.
+      ...(options.listener ? { notifiedBy: { listener: options.listener, channel: EVENTS_CHANNEL } } : {}),
       logger,
       errorMessage: "webhook fan-out failed",
     });
@@ -76,9 +81,7 @@ export class WebhookFanout {
         em,
         `SELECT ev.id AS event_id, e.id AS endpoint_id, ev.workspace_id, ev.type
            FROM events ev
-           JOIN webhook_endpoints e ON e.workspace_id = ev.workspace_id AND e.deleted_at IS NULL
-                AND ev.type = ANY(e.events)
-                AND (e.connection_id IS NULL OR e.connection_id = ev.connection_id)
+           JOIN webhook_endpoints e ON webhook_endpoint_matches(e, ev.workspace_id, ev.type, ev.connection_id)
           WHERE ev.id = ANY($1::text[])
           ORDER BY ev.created_at, ev.id`,
         [ids],

@@ -1,9 +1,8 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
-import { cursorKey } from "../http/cursor.js";
 import type { Response } from "express";
 import { principalOf, sessionOf, type Principal } from "../http/principal.js";
+import type { WebhookEndpointService } from "./service.js";
 
 const s = initServer();
 
@@ -12,9 +11,7 @@ function caller(res: Response): Principal {
   return res.locals.principal ? principalOf(res) : sessionOf(res);
 }
 
-export function webhooksRouter(ctx: AppContext) {
-  const endpoints = ctx.services.webhooks;
-  const key = cursorKey(ctx.config.secretKey);
+export function webhooksRouter(endpoints: WebhookEndpointService) {
   return s.router(contract.webhooks, {
     create: async ({ body, res }) => {
       return { status: 201, body: await endpoints.create(caller(res), body) };
@@ -27,7 +24,7 @@ export function webhooksRouter(ctx: AppContext) {
       return { status: 204, body: undefined };
     },
     listDeliveries: async ({ params, query, res }) => {
-      return { status: 200, body: await endpoints.listDeliveries(caller(res), params.id, query, key) };
+      return { status: 200, body: await endpoints.listDeliveries(caller(res), params.id, query) };
     },
     resendDelivery: async ({ params, res }) => {
       return { status: 202, body: await endpoints.resend(caller(res), params.id, params.deliveryId) };

@@ -14,7 +14,7 @@ import {
   type WebhookEndpointCreated,
 } from "../../contract/index.js";
 import { rows } from "../db/rows.js";
-import { decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
+import { cursorKey, decodeCursor, encodeCursor, filterFingerprint } from "../http/cursor.js";
 import { ApiError, type FieldError } from "../http/errors.js";
 import type { Principal } from "../http/principal.js";
 import { newId } from "../ids.js";
@@ -113,10 +113,15 @@ const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_id, d.event_type, d.statu
                           d.completed_at, d.locked_until, to_char(d.created_at AT TIME ZONE 'UTC', ${MICROSECOND_INSTANT}) AS position_created_at`;
 
 export class WebhookEndpointService {
+  /** Signs the delivery list's cursors. */
+  private readonly cursorKey: Buffer;
+
   constructor(
     private readonly db: DataSource,
     private readonly options: WebhookServiceOptions,
-  ) {}
+  ) {
+    this.cursorKey = cursorKey(options.secretKey);
+  }
 
   /** Registers an endpoint; the signing secret is in this answer only. */
   async create(principal: Principal, body: CreateWebhookEndpointBody): Promise<WebhookEndpointCreated> {
@@ -198,11 +203,11 @@ export class WebhookEndpointService {
   }
 
   /** One page of an endpoint's deliveries, newest first, each with all its attempts. */
-  async listDeliveries(principal: Principal, endpointId: string, query: ListWebhookDeliveriesQuery, cursorKey: Buffer): Promise<WebhookDeliveryPage> {
+  async listDeliveries(principal: Principal, endpointId: string, query: ListWebhookDeliveriesQuery): Promise<WebhookDeliveryPage> {
     requireManage(principal, "read");
     await this.endpoint(this.db.manager, principal, endpointId);
     const fingerprint = filterFingerprint(`webhook_deliveries:${principal.workspaceId}:${endpointId}`, { status: query.status });
-    const before = query.cursor !== undefined ? decodeCursor(cursorKey, query.cursor, fingerprint) : undefined;
+    const before = query.cursor !== undefined ? decodeCursor(this.cursorKey, query.cursor, fingerprint) : undefined;
     const params: unknown[] = [endpointId];
     const clauses = ["d.endpoint_id = $1"];
     if (query.status !== undefined) {
@@ -225,7 +230,7 @@ export class WebhookEndpointService {
     const last = pageRows[pageRows.length - 1];
     return {
       data: pageRows.map((d) => deliveryView(d, attempts.get(d.id) ?? [])),
-      next_cursor: found.length > query.limit && last ? encodeCursor(cursorKey, { created_at: last.position_created_at, id: last.id }, fingerprint) : null,
+      next_cursor: found.length > query.limit && last ? encodeCursor(this.cursorKey, { created_at: last.position_created_at, id: last.id }, fingerprint) : null,
     };
   }
 

@@ -1,20 +1,18 @@
 import { initServer } from "@ts-rest/express";
 import { contract } from "../../contract/index.js";
-import type { AppContext } from "../context.js";
 import { principalOf, sessionOf } from "../http/principal.js";
 import { ApiError } from "../http/errors.js";
-import { Workspace } from "./entities.js";
-import { apiKeyView } from "../api-keys/service.js";
+import { apiKeyView, type ApiKeyService } from "../api-keys/service.js";
+import type { WorkspaceService } from "./service.js";
 
 const s = initServer();
 
-export function workspaceRouter(ctx: AppContext) {
-  const keys = ctx.services.apiKeys;
+export function workspaceRouter(workspaces: WorkspaceService, keys: ApiKeyService) {
   return s.router(contract.workspace, {
     whoami: async ({ res }) => {
       const p = principalOf(res);
       if (p.kind !== "api_key") throw new ApiError("unauthorized");
-      const workspace = await ctx.db.getRepository(Workspace).findOneByOrFail({ id: p.workspaceId });
+      const workspace = await workspaces.get(p.workspaceId);
       return {
         status: 200,
         body: {
@@ -26,11 +24,11 @@ export function workspaceRouter(ctx: AppContext) {
     },
     get: async ({ res }) => {
       const p = sessionOf(res);
-      return { status: 200, body: await ctx.services.workspaces.overview(p.workspaceId, p.role) };
+      return { status: 200, body: await workspaces.overview(p.workspaceId, p.role) };
     },
     usage: async ({ query, res }) => {
       const p = sessionOf(res);
-      return { status: 200, body: await ctx.services.workspaces.usage(p.workspaceId, query.days) };
+      return { status: 200, body: await workspaces.usage(p.workspaceId, query.days) };
     },
     createApiKey: async ({ body, res }) => {
       const issued = await keys.issue(sessionOf(res), body);

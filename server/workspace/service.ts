@@ -33,6 +33,11 @@ export class WorkspaceService {
     });
   }
 
+  /** One workspace; the caller's credential named it, so it exists. */
+  async get(workspaceId: string): Promise<Workspace> {
+    return this.db.getRepository(Workspace).findOneByOrFail({ id: workspaceId });
+  }
+
   /** Every workspace with its plan and owners' addresses (the operator's view, CLI). */
   async listWithOwners(): Promise<{ id: string; name: string; plan: string; owners: string[] }[]> {
     return rows(

@@ -16,6 +16,17 @@ export function baileysEngine(): BaileysEngine {
 }
 
 /** A LID user part no other test uses. */
+/**
+ * Sets aside the Baileys connections that earlier test files of this worker left on its database
+ * (deleted, their leases dropped), so that child processes share out only `keep`: the fair share
+ * counts every connection that wants a socket. Call once the test gateway's engine has closed.
+ */
+export async function onlyTheseBaileysConnections(keep: string[]): Promise<void> {
+  const db = testEnv().gateway.ctx.db;
+  await db.query(`UPDATE connections SET deleted_at = now() WHERE transport = 'baileys' AND deleted_at IS NULL AND NOT (id = ANY($1))`, [keep]);
+  await db.query(`DELETE FROM baileys_leases WHERE NOT (connection_id = ANY($1))`, [keep]);
+}
+
 export function uniqueLid(): string {
   return String(100_000_000_000 + (randomBytes(5).readUIntBE(0, 5) % 899_999_999_999));
 }
@@ -43,7 +54,9 @@ export async function pairBaileys(client: Client, slug: string, phone: string, l
   const created = await createBaileysConnection(client, slug);
   const grant = await expectOk(client.connections.pair({ params: { connection: slug } }));
   const qr = qrOf(await expectOk(client.connections.qr({ params: { connection: slug, grantId: grant.grant_id } })));
-  const socket = await liveSocket(created.id);
+  // The engine opens the socket once the pairing starts: seconds on a loaded machine (10 s, then
+  // 30 s ran out on the embedded database in CI, beside the other passes).
+  const socket = await liveSocket(created.id, () => true, 60_000);
   if (!socket.qrs.includes(qr.payload)) throw new Error(`redeemed payload ${qr.payload} is not one of the socket's QRs`);
   socket.scan(phone, lid);
   const connection = await waitForConnection(client, slug, (c) => c.state === "connected" && c.phone === phone);

@@ -1,4 +1,4 @@
-// What a child gateway runs: the production build (`node dist/server/main.js`) when dist/ is
+// What a child gateway (and the operator's CLI) runs: the production build (`node dist/server/main.js`) when dist/ is
 // newer than every source it is built from, as in CI, which builds it before the tests; else the
 // sources through tsx, as `npm start` does. The tsx loader nearly doubles a process's start (it
 // compiles every module it loads), and a run starts dozens of children. Decided once per run in
@@ -11,6 +11,7 @@ import { newestMtime } from "../../server/web/build.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const DIST_MAIN = join(ROOT, "dist", "server", "main.js");
+const DIST_CLI = join(ROOT, "dist", "server", "cli-main.js");
 /** What tsconfig.build.json compiles, and the settings it compiles with. */
 const BUILT_FROM = ["server", "jobs", "contract", "sdk/src", "tsconfig.json", "tsconfig.build.json", "package.json"];
 /** The module that replaces the Baileys library's socket in every gateway process of a test run. */
@@ -56,4 +57,9 @@ export function childrenRunDist(): boolean {
 export function childEntry(): { args: string[]; standIn: string } {
   if (childrenRunDist()) return { args: [DIST_MAIN], standIn: BUILT_STAND_IN };
   return { args: ["--import", "tsx", join(ROOT, "server", "main.ts")], standIn: STAND_IN_MODULE };
+}
+
+/** The node arguments that run the operator's CLI (`bin/svc-gateway.js`, or its entry in dist/), before its own arguments. */
+export function cliEntry(): string[] {
+  return childrenRunDist() ? [DIST_CLI] : [join(ROOT, "bin", "svc-gateway.js")];
 }

@@ -1,7 +1,9 @@
-// The operator's CLI, as `npx svc-gateway` runs it, on the test run's database.
+// The operator's CLI, as `npx svc-gateway` runs it (from dist/ when the child gateways run from it:
+// child-entry.ts), on the test run's database.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { testEnv } from "../setup.js";
+import { cliEntry } from "./child-entry.js";
 
 const run = promisify(execFile);
 
@@ -16,7 +18,7 @@ export async function cliWith(env: Record<string, string | undefined>, ...args: 
   const merged: Record<string, string | undefined> = { PATH: process.env.PATH ?? "", DATABASE_URL: testEnv().databaseUrl, DATA_DIR: testEnv().dataDir, BASE_URL: testEnv().baseUrl, ...env };
   const defined = Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined));
   try {
-    const { stdout, stderr } = await run(process.execPath, ["bin/svc-gateway.js", ...args], { env: defined });
+    const { stdout, stderr } = await run(process.execPath, [...cliEntry(), ...args], { env: defined });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

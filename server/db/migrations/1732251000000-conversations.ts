@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * Conversations (product.md, "Conversations"). A message gains what people do around it: the
+ * Conversations (docs/conversations.md). A message gains what people do around it: the
  * message it quotes (`reply_to`, our id), the reactions to it (one emoji per reactor, reactor →
  * emoji, counted per emoji when shown), when it was edited or deleted for everyone (the record and
  * its timeline stay), when we marked an inbound one read, and for a poll its question, options and

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * Pairing by phone-number code (product.md, "The real network, as its users meet it"): a grant
+ * Pairing by phone-number code (docs/engines.md): a grant
  * remembers whether it shows a QR code or a code to type on the phone. Grants opened before this
  * migration were QR grants.
  */

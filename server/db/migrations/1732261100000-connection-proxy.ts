@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * A proxy per connection (product.md, "The real network, as its users meet it"): the URL its
+ * A proxy per connection (docs/engines.md): the URL its
  * engine's socket goes through. It may carry the proxy's password, so it is stored sealed under
  * SECRET_KEY like every other secret.
  */

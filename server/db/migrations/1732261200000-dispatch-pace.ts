@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * Pacing shared by every gateway process (product.md: a connection's rate is never exceeded summed
+ * Pacing shared by every gateway process (docs/engines.md, "Pacing": a connection's rate is never exceeded summed
  * over processes): the time, on the database's clock, from which a connection's next hand-off may
  * go. A dispatcher reserves its batch's slot by moving it forward in one statement, then waits for
  * its start; every process reserves from the same row, so their hand-offs of one connection line up.

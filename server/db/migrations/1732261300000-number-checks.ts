@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /**
- * The Baileys engine's number checks, remembered a day per connection (product.md: number checks
+ * The Baileys engine's number checks, remembered a day per connection (docs/engines.md: number checks
  * cached and throttled): the network counts lookups against a number, and any process can answer
  * from here, not only the socket's holder.
  */

@@ -1,4 +1,4 @@
-// Conversations on the real network (product.md, "Conversations"): our actions as the library's
+// Conversations on the real network (docs/conversations.md): our actions as the library's
 // message content (a quote, a reaction, an edit, a delete for everyone, a poll), reads and
 // presence as its calls, and what the network reports of a chat (a contact's reaction, edit,
 // revoke, poll vote, typing) as our reports. No I/O here but the poll vote's decryption.

@@ -32,6 +32,8 @@ export const BAILEYS_ENGINE = "baileys";
 const FIRST_QR_TIMEOUT_MS = 20_000;
 /** Sessions taken up per poll, so that a restart does not open hundreds of sockets at once. */
 const TAKE_UP_PER_POLL = 20;
+/** After a full batch of take-ups, the next poll comes this soon: 300 sockets are taken up within a minute. */
+const TAKE_UP_AGAIN_MS = 1_000;
 /** How often a pair (or an unlink) made on a process that does not hold the socket looks again. */
 const PAIR_ELSEWHERE_POLL_MS = 250;
 /** How long an unlink waits for a socket opened only to unlink. */
@@ -168,7 +170,8 @@ export class BaileysEngine implements Engine {
       this.currentVersion = await this.fetchVersion();
       this.options.logger.info({ version: this.currentVersion.join(".") }, "baileys client version fetched");
     } catch (err) {
-      this.options.logger.warn({ err }, "baileys client version could not be fetched; keeping the one in use");
+      // Expected where the network is out of reach: the reason in one line, not a stack at every start.
+      this.options.logger.warn({ reason: err instanceof Error ? err.message : String(err) }, "baileys client version could not be fetched; keeping the one in use");
     }
   }
 
@@ -202,18 +205,20 @@ export class BaileysEngine implements Engine {
       await s.end();
       await this.leases.release(s.connectionId).catch(() => undefined);
     }));
+    await this.leases.leave().catch(() => undefined);
     await this.spool.close(CLOSE_REPORTS_MS);
   }
 
-  private schedulePoll(): void {
+  private schedulePoll(delayMs = (this.options.leaseSeconds * 1000) / 4): void {
     if (!this.running) return;
     this.timer = setTimeout(() => {
       this.polling = this.poll();
-    }, (this.options.leaseSeconds * 1000) / 4);
+    }, delayMs);
   }
 
   /** Every quarter lease period: renew, give up what is no longer ours, take up what nobody holds. */
   private async poll(): Promise<void> {
+    let soon = false;
     try {
       const started = Date.now();
       const verdicts = await this.leases.renew([...this.sessions.keys()]);
@@ -231,9 +236,16 @@ export class BaileysEngine implements Engine {
       }
       if (this.running) {
         this.spool.adopt();
-        for (const id of await this.leases.orphans(BAILEYS_ENGINE, TAKE_UP_PER_POLL)) {
+        // Each process holds up to its fair share (lease.ts): a surplus is handed back, room taken up.
+        const { share } = await this.leases.census(BAILEYS_ENGINE);
+        await this.handBack(this.sessions.size - share);
+        const room = Math.min(TAKE_UP_PER_POLL, share - this.sessions.size);
+        const orphans = room > 0 ? await this.leases.orphans(BAILEYS_ENGINE, room) : [];
+        for (const id of orphans) {
           if (!this.sessions.has(id) && (await this.leases.acquire(id))) await this.take(id);
         }
+        // More may be waiting (a start, a process gone): the next batch follows soon, not a quarter lease later.
+        soon = orphans.length === TAKE_UP_PER_POLL;
         this.relay.drain(this.sessions);
         await this.answerPairingAsks();
       }
@@ -246,7 +258,25 @@ export class BaileysEngine implements Engine {
         await Promise.all(sessions.map((s) => s.end()));
       }
     }
-    this.schedulePoll();
+    this.schedulePoll(soon ? TAKE_UP_AGAIN_MS : undefined);
+  }
+
+  /**
+   * Gives `count` sockets beyond this process's share back: each is closed first and its lease
+   * released after, so the process that takes it up opens its socket only once this one is
+   * closed. Pairing sessions stay; the latest taken go first.
+   */
+  private async handBack(count: number): Promise<void> {
+    if (count <= 0) return;
+    const surplus = [...this.sessions.values()].filter((s) => !s.pairing).slice(-count);
+    for (const s of surplus) this.sessions.delete(s.connectionId);
+    await Promise.all(
+      surplus.map(async (s) => {
+        await s.end();
+        await this.leases.release(s.connectionId);
+      }),
+    );
+    if (surplus.length) this.options.logger.info({ handed_back: surplus.length, held: this.sessions.size }, "baileys sockets over this process's share handed back");
   }
 
   private async take(connectionId: string, pairing: Session["pairing"] = null): Promise<Session> {

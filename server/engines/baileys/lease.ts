@@ -2,7 +2,10 @@
 // PostgreSQL. Two sockets open for one number get the device logged out, so a holder closes its
 // socket before its lease can expire unrenewed (when it cannot renew, it gives the socket up), and
 // another process takes a lease over only once it has expired: a holder that dies is replaced
-// after at most one lease period plus one poll.
+// after at most one lease period plus one poll. The sockets are shared out fairly: each process
+// renews a row of its own in baileys_processes with its leases, and holds no more than its share,
+// ceil(connections / live processes) (census()); a process over it closes the surplus sockets
+// and then releases their leases, so that another takes them up without two sockets ever open.
 import { hostname } from "node:os";
 import type { DataSource } from "typeorm";
 import { rows } from "../../db/rows.js";
@@ -14,6 +17,24 @@ import { randomToken } from "../../secrets.js";
  * Only `connected` ones are taken up when free (orphans).
  */
 const DROPPED_STATES = ["suspended", "deleted"];
+
+/**
+ * Connections (`c`, joined to their lease `l`) that want a socket and that no live process holds:
+ * linked ones, and those whose socket the network refused only for its client version (they are
+ * linked, and read `disconnected` only until a socket presents a current version); not those
+ * replaced elsewhere. $1: the engine.
+ */
+const ORPHAN = `c.transport = $1 AND c.deleted_at IS NULL AND (l.connection_id IS NULL OR l.expires_at < now())
+  AND (c.state = 'connected' OR (c.state = 'disconnected' AND c.linked AND c.state_detail = 'client_version_refused'))`;
+
+/** What this process may hold: the live processes of the engine, and the sockets to share out between them. */
+export interface Census {
+  processes: number;
+  /** Live leases plus orphans. */
+  sockets: number;
+  /** ceil(sockets / processes): the most a process holds. */
+  share: number;
+}
 
 /** A pairing asked of the holder by another process: `phone` for a code, null for a QR. */
 export interface PairingAsk {
@@ -83,21 +104,41 @@ export class Leases {
     return out;
   }
 
-  /**
-   * Linked connections of the engine that no live process holds: to take up. Those whose socket
-   * the network refused only for its client version are taken up too (they are linked, and read
-   * `disconnected` only until a socket presents a current version); not those replaced elsewhere.
-   */
+  /** Linked connections of the engine that no live process holds (ORPHAN): to take up. */
   async orphans(transport: string, limit: number): Promise<string[]> {
     const found = await rows<{ id: string }>(
       this.db,
-      `SELECT c.id FROM connections c LEFT JOIN baileys_leases l ON l.connection_id = c.id
-        WHERE c.transport = $1 AND c.deleted_at IS NULL AND (l.connection_id IS NULL OR l.expires_at < now())
-          AND (c.state = 'connected' OR (c.state = 'disconnected' AND c.linked AND c.state_detail = 'client_version_refused'))
-        ORDER BY c.id LIMIT $2`,
+      `SELECT c.id FROM connections c LEFT JOIN baileys_leases l ON l.connection_id = c.id WHERE ${ORPHAN} ORDER BY c.id LIMIT $2`,
       [transport, limit],
     );
     return found.map((r) => r.id);
+  }
+
+  /**
+   * Says this process is alive (its row in baileys_processes, renewed for one lease period) and
+   * counts the live processes and the sockets to share. Rows of processes gone for a minute are removed.
+   */
+  async census(transport: string): Promise<Census> {
+    const [row] = await rows<{ processes: number; sockets: number }>(
+      this.db,
+      `WITH beat AS (
+         INSERT INTO baileys_processes (holder, expires_at) VALUES ($2, now() + make_interval(secs => $3))
+         ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
+       ), gone AS (
+         DELETE FROM baileys_processes WHERE expires_at < now() - interval '1 minute'
+       )
+       SELECT 1 + (SELECT count(*) FROM baileys_processes WHERE expires_at > now() AND holder <> $2)::int AS processes,
+              ((SELECT count(*) FROM baileys_leases WHERE expires_at > now())
+               + (SELECT count(*) FROM connections c LEFT JOIN baileys_leases l ON l.connection_id = c.id WHERE ${ORPHAN}))::int AS sockets`,
+      [transport, this.holder, this.ttlSeconds],
+    );
+    const { processes, sockets } = row!;
+    return { processes, sockets, share: Math.ceil(sockets / processes) };
+  }
+
+  /** This process no longer runs the engine: not counted in the others' census from now on. */
+  async leave(): Promise<void> {
+    await this.db.query(`DELETE FROM baileys_processes WHERE holder = $1`, [this.holder]);
   }
 
   async release(connectionId: string): Promise<void> {

@@ -1,4 +1,4 @@
-// Number checks on a real number (product.md: cached a day, throttled): the network counts
+// Number checks on a real number (docs/engines.md: cached a day, throttled): the network counts
 // lookups against the number that makes them, so an answer is remembered a day per connection in
 // PostgreSQL (any process answers from it, not only the socket's holder), and the holder asks the
 // network at most once per NUMBER_CHECK_GAP_MS, the rest waiting their turn up to the check's

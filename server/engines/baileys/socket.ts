@@ -95,10 +95,10 @@ export const libraryVersionSource: VersionSource = async () => {
 
 export type SocketFactory = (options: SocketOptions) => EngineSocket | Promise<EngineSocket>;
 
-export const librarySocketFactory: SocketFactory = (options) => {
+export const librarySocketFactory: SocketFactory = async (options) => {
   // The library logs protocol nodes at debug and below (keys, message content): never let those through.
   const logger = options.logger.child({ component: "baileys" }, { level: options.logger.levelVal > 40 ? options.logger.level : "warn" });
-  const agent = options.proxyUrl ? proxyAgent(options.proxyUrl) : undefined;
+  const agent = options.proxyUrl ? await proxyAgent(options.proxyUrl) : undefined;
   const socket = makeWASocket({
     auth: { creds: options.auth.creds, keys: makeCacheableSignalKeyStore(options.auth.keys, logger as never) },
     ...(agent && { agent, fetchAgent: agent }),

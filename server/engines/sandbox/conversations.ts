@@ -1,6 +1,5 @@
-// What the sandbox network does with the gateway's conversation actions (product.md,
-// "Conversations"): it records each one (a reaction, an edit, a revoke, a read, a presence) as
-// the network having got it, listed by GET /sandbox/v1/received beside the messages, and it
+// What the sandbox network does with the gateway's conversation actions (docs/conversations.md):
+// it records each one (a reaction, an edit, a revoke, a read, a presence) as the network having got it, listed by GET /sandbox/v1/received beside the messages, and it
 // serves a message's media from the URL where the network keeps it.
 import type { DataSource } from "typeorm";
 import type { Media, PresenceState, Recipient } from "../../../contract/index.js";

@@ -1,11 +1,13 @@
 // The sandbox engine: a simulated network behind the same engine interface as a real one, so that
 // everything works and is testable with no phone (docs/engines.md, "The sandbox engine"). Its state is
 // in its own tables; its reports reach the gateway over HTTP at the connection's callback URL, so
-// the callback path under test is always the real one. The control API (control.ts) plays the
+// the callback path under test is always the real one, except a send's receipts when the gateway
+// runs in this process: those are applied in process (receipts.ts). The control API (control.ts) plays the
 // other side: phones that scan, contacts, inbound messages, logouts and faults.
 import { randomBytes } from "node:crypto";
 import type { DataSource } from "typeorm";
-import type { Media, PresenceState, Recipient } from "../../../contract/index.js";
+import type { Media, MessageStatus, PresenceState, Recipient } from "../../../contract/index.js";
+import type { DatabaseListener } from "../../db/listener.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
@@ -15,6 +17,7 @@ import { recipientAddress, SandboxConversations } from "./conversations.js";
 import { SandboxContact, SandboxSession, type Receipts } from "./entities.js";
 import { CallbackOutbox, type CallbackUrlResolver } from "./outbox.js";
 import { insertReportsSql, newProviderMessageId, reportRows, type QueuedReport } from "./reports.js";
+import { InProcessReceipts, OWED_DELIVERIES_SQL, receipt, type ApplyReports, type OwedDelivery } from "./receipts.js";
 import type { Faults } from "./schemas.js";
 import { pairingCodeDigest, SandboxNetwork } from "./network.js";
 import { SandboxGroups } from "./groups.js";
@@ -36,6 +39,13 @@ export interface SandboxOptions {
   callbackUrlFor: CallbackUrlResolver;
   /** The outbound address policy media are fetched through; default: public addresses only. */
   mediaPolicy?: UrlCheckOptions;
+  /**
+   * The gateway's callback service in this process: a send's receipts are applied through it
+   * directly (receipts.ts). Absent: every report goes over HTTP.
+   */
+  applyReports?: ApplyReports;
+  /** This process's LISTEN connection: the outbox sleeps until its next report is due rather than polling. */
+  listener?: DatabaseListener;
 }
 
 export class SandboxEngine implements Engine {
@@ -46,20 +56,25 @@ export class SandboxEngine implements Engine {
   private readonly db: DataSource;
   private readonly outbox: CallbackOutbox;
   private readonly conversations: SandboxConversations;
+  private readonly receipts: InProcessReceipts | null;
 
   constructor(options: SandboxOptions) {
     this.db = options.db;
+    this.receipts = options.applyReports ? new InProcessReceipts(options.db, options.logger, options.applyReports) : null;
     this.conversations = new SandboxConversations(options.db, options.mediaPolicy ?? { allowPrivate: EMPTY_ALLOW_LIST });
-    this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor);
+    this.outbox = new CallbackOutbox(options.db, options.logger, options.callbackUrlFor, options.listener);
     this.network = new SandboxNetwork(options.db, () => this.outbox.wake());
     this.groups = new SandboxGroups(options.db, () => this.latency(), () => this.outbox.wake());
   }
 
   async open(): Promise<void> {
     this.outbox.start();
+    this.receipts?.start();
   }
 
+  /** Receipts not yet applied go to the outbox's table first, for whichever process posts next. */
   async close(): Promise<void> {
+    await this.receipts?.stop();
     await this.outbox.stop();
   }
 
@@ -114,6 +129,8 @@ export class SandboxEngine implements Engine {
     const deliveries: Record<string, unknown>[] = [];
     const reports: QueuedReport[] = [];
     let injecting = faults.fail_next_sends > 0;
+    // Duplicated callbacks are a fault of the HTTP path: under it, receipts take that path too.
+    const inProcess = this.receipts !== null && !faults.duplicate_callbacks;
     for (const [i, message] of messages.entries()) {
       if (injecting && (injecting = await this.network.takeInjectedFailure())) {
         outcomes[i] = new EngineError("sandbox fault injection: fail_next_sends", false);
@@ -127,54 +144,55 @@ export class SandboxEngine implements Engine {
       const contact = group ? undefined : known!.contacts?.[address];
       const onNetwork = contact?.on_network ?? true;
       const providerMessageId = newProviderMessageId();
-      const base = { type: "message.status" as const, message_id: message.messageId, provider_message_id: providerMessageId };
-      const at = (k: number) => new Date(Date.now() + (k + 1) * RECEIPT_STEP_MS).toISOString();
-      if (onNetwork) {
-        RECEIPTS[contact?.receipts ?? "read"].forEach((status, k) =>
-          reports.push({ connectionId: connection.id, delayMs: (k + 1) * RECEIPT_STEP_MS, report: { ...base, status, timestamp: at(k) } }),
-        );
-      } else {
-        const error = { code: "not_on_network", message: `${address} is not on the network` };
-        reports.push({ connectionId: connection.id, delayMs: RECEIPT_STEP_MS, report: { ...base, status: "failed", error, timestamp: at(0) } });
-      }
+      const statuses: MessageStatus[] = onNetwork ? RECEIPTS[contact?.receipts ?? "read"] : ["failed"];
+      statuses.forEach((status, k) => {
+        const delayMs = (k + 1) * RECEIPT_STEP_MS;
+        reports.push({ connectionId: connection.id, delayMs, report: receipt(message.messageId, providerMessageId, address, status, new Date(Date.now() + delayMs)) });
+      });
       deliveries.push({
         message_id: message.messageId, provider_message_id: providerMessageId, from_phone: known!.phone, to_address: address,
         recipient: message.to, body: message.body, media: message.media, location: message.location,
         quoted_message_id: message.quoted?.messageId ?? null, poll: message.poll ?? null,
-        outcome: onNetwork ? "delivered" : "not_on_network",
+        outcome: onNetwork ? "delivered" : "not_on_network", reports: inProcess ? statuses : null,
       });
     }
     if (!deliveries.length) return outcomes;
-    // One statement: each delivery and its reports exist together or not at all. A retried
-    // hand-off of the same message conflicts on message_id and queues nothing.
+    // One statement: each delivery and its reports (queued, or named in the delivery when they are
+    // applied in process) exist together or not at all. A retried hand-off of the same message
+    // conflicts on message_id and reports nothing.
     const inserted = await rows<{ message_id: string; provider_message_id: string }>(
       this.db,
       `WITH d AS (
          INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location,
-                                         quoted_message_id, poll, outcome)
-         SELECT message_id, provider_message_id, $1, from_phone, to_address, recipient, body, media, location, quoted_message_id, poll, outcome
+                                         quoted_message_id, poll, outcome, reports)
+         SELECT message_id, provider_message_id, $1, from_phone, to_address, recipient, body, media, location, quoted_message_id, poll, outcome, reports
            FROM jsonb_to_recordset($2::jsonb) AS x(message_id text, provider_message_id text, from_phone text, to_address text,
                                                    recipient jsonb, body text, media jsonb, location jsonb, quoted_message_id text,
-                                                   poll jsonb, outcome text)
+                                                   poll jsonb, outcome text, reports text[])
          ON CONFLICT (message_id) DO NOTHING
          RETURNING message_id, provider_message_id
-       ), r AS (
+       )${inProcess ? "" : `, r AS (
          ${insertReportsSql("$3")} WHERE r.event->>'message_id' IN (SELECT message_id FROM d)
-       )
+       )`}
        SELECT message_id, provider_message_id FROM d`,
-      [connection.id, JSON.stringify(deliveries), reportRows(reports, faults.duplicate_callbacks)],
-    );
-    if (inserted.length) this.outbox.wake();
+      [connection.id, JSON.stringify(deliveries), ...(inProcess ? [] : [reportRows(reports, faults.duplicate_callbacks)])],
+    ).catch((err: unknown) => {
+      // Committed or not, nobody can tell yet: the receipts follow if it did.
+      if (inProcess) this.receipts!.checkLater(deliveries.map((d) => d.message_id as string));
+      throw err;
+    });
     const ids = new Map(inserted.map((r) => [r.message_id, r.provider_message_id]));
+    if (inserted.length) {
+      if (inProcess) this.receipts!.schedule(reports.filter((r) => ids.has((r.report as { message_id: string }).message_id)));
+      else this.outbox.wake();
+    }
     const missing = deliveries.map((d) => d.message_id as string).filter((id) => !ids.has(id));
     if (missing.length) {
-      // Handed off before (a retry after a crash): the same provider id, and nothing sent again.
-      const earlier = await rows<{ message_id: string; provider_message_id: string }>(
-        this.db,
-        `SELECT message_id, provider_message_id FROM sandbox_deliveries WHERE message_id = ANY($1)`,
-        [missing],
-      );
+      // Handed off before (a retry after a crash, or after the first answer was lost): the same
+      // provider id, nothing sent again, and the receipts it still owes, which no one may hold.
+      const earlier = await rows<OwedDelivery>(this.db, OWED_DELIVERIES_SQL, [missing]);
       for (const e of earlier) ids.set(e.message_id, e.provider_message_id);
+      this.receipts?.resume(earlier);
     }
     for (const [i, message] of messages.entries()) {
       if (outcomes[i]) continue;

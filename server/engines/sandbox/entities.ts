@@ -43,6 +43,8 @@ export class SandboxDelivery {
   /** Our id of the message a reply quotes. */
   @Column({ type: "text", name: "quoted_message_id", nullable: true }) quotedMessageId!: string | null;
   @Column({ type: "jsonb", nullable: true }) poll!: { question: string; options: string[]; selectable: number } | null;
+  /** The receipts it is reported with, when they are applied in process (server/engines/sandbox/receipts.ts). */
+  @Column({ type: "text", array: true, nullable: true }) reports!: string[] | null;
   @Column({ type: "timestamptz", name: "created_at", default: () => "clock_timestamp()" }) createdAt!: Date;
 }
 

@@ -9,7 +9,7 @@ import { newProviderMessageId, queueReports, type QueuedReport } from "./reports
 import type { ReactionEvent, EditedEvent, RevokedEvent, PollVoteEvent } from "../../../contract/index.js";
 import type { ContactRevokeBody, EnterCodeBody, Faults, FaultsBody, InboundBody, NumberBody, PhoneSendBody, RestrictBody, ScanBody, TypingBody } from "./schemas.js";
 
-/** What the network got from the gateway: a message, or an action on one (product.md, "Conversations"). */
+/** What the network got from the gateway: a message, or an action on one (docs/conversations.md). */
 export type Received =
   | {
       kind: "message";

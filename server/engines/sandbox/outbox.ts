@@ -2,13 +2,18 @@
 // causes them), then posted over real HTTP to the gateway's callback URL, a connection's due
 // reports together as one batch in due order, until the gateway acknowledges them: a gateway that is down or restarting loses nothing. Several processes
 // may poll the same table; a claim locks rows for a while, so a poller that dies hands them on.
+// Every statement that queues a report or moves its due time NOTIFYs svc_sandbox_reports
+// (migration 1732262100000): with LISTEN up, an idle outbox sleeps until its next report is due.
 import type { DataSource } from "typeorm";
 import { backoffMs } from "../../backoff.js";
 import { retryWhileUnavailable } from "../../db/availability.js";
+import type { DatabaseListener } from "../../db/listener.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { PollingLoop } from "../../polling-loop.js";
 
+/** Every statement that adds to sandbox_callbacks or moves a row's due_at NOTIFYs this. */
+export const SANDBOX_REPORTS_CHANNEL = "svc_sandbox_reports";
 const BATCH = 1000;
 /** Most reports in one post (the callback route takes up to 500). */
 const POST_MAX = 500;
@@ -19,6 +24,10 @@ const MAX_BACKOFF_MS = 10_000;
 /** After this many failed posts (about a quarter of an hour) a report is dropped and logged. */
 const MAX_ATTEMPTS = 100;
 
+/** Reports `cb` that may be posted now: a session stopped by a suspend holds all but its state reports. */
+const NOT_HELD = `(cb.kind = 'connection.state'
+                   OR NOT EXISTS (SELECT 1 FROM sandbox_sessions s WHERE s.connection_id = cb.connection_id AND NOT s.running))`;
+
 /** Where to post a connection's reports; null when the connection no longer exists. */
 export type CallbackUrlResolver = (connectionId: string) => Promise<string | null>;
 
@@ -27,7 +36,6 @@ interface Claimed {
   connection_id: string;
   event: Record<string, unknown>;
   attempts: number;
-  due_at: Date;
 }
 
 export class CallbackOutbox {
@@ -37,11 +45,13 @@ export class CallbackOutbox {
     private readonly db: DataSource,
     private readonly logger: Logger,
     private readonly callbackUrlFor: CallbackUrlResolver,
+    listener?: DatabaseListener,
   ) {
     this.loop = new PollingLoop({
       tick: () => this.tick(),
       full: (n) => n >= BATCH,
       idleMs: IDLE_MS,
+      ...(listener && { notifiedBy: { listener, channel: SANDBOX_REPORTS_CHANNEL }, dueIn: () => this.dueIn() }),
       logger,
       errorMessage: "sandbox callback poll failed",
     });
@@ -60,6 +70,20 @@ export class CallbackOutbox {
     this.loop.wake();
   }
 
+  /**
+   * Milliseconds until the earliest report that a claim could take falls due (null: none). Reports
+   * held by a stopped session wait for its start, which wakes the outbox of the process starting it.
+   */
+  private async dueIn(): Promise<number | null> {
+    const [row] = await rows<{ ms: number | null }>(
+      this.db,
+      `SELECT (EXTRACT(EPOCH FROM min(GREATEST(cb.due_at, cb.locked_until)) - now()) * 1000)::float8 AS ms
+         FROM sandbox_callbacks cb
+        WHERE ${NOT_HELD}`,
+    );
+    return row?.ms ?? null;
+  }
+
   /** Posts what is due (sessions stopped by a suspend hold all but state reports); returns how many. */
   private async tick(): Promise<number> {
     const claimed = await rows<Claimed>(
@@ -69,15 +93,21 @@ export class CallbackOutbox {
         WHERE c.id IN (
               SELECT cb.id FROM sandbox_callbacks cb
                WHERE cb.due_at <= now() AND (cb.locked_until IS NULL OR cb.locked_until < now())
-                 AND (cb.kind = 'connection.state'
-                      OR NOT EXISTS (SELECT 1 FROM sandbox_sessions s WHERE s.connection_id = cb.connection_id AND NOT s.running))
+                 AND ${NOT_HELD}
+                 -- In order per connection: nothing passes a report of its connection that is
+                 -- in flight or waiting to be retried (a failed post moves its due time on).
+                 AND NOT EXISTS (SELECT 1 FROM sandbox_callbacks e
+                                  WHERE e.connection_id = cb.connection_id AND e.id < cb.id AND e.attempts > 0
+                                    AND (e.due_at > now() OR e.locked_until >= now()))
                ORDER BY cb.due_at, cb.id
                LIMIT $1
                FOR UPDATE SKIP LOCKED)
-        RETURNING c.id, c.connection_id, c.event, c.attempts, c.due_at`,
+        RETURNING c.id, c.connection_id, c.event, c.attempts`,
       [BATCH, String(CLAIM_SECONDS)],
     );
-    claimed.sort((a, b) => new Date(a.due_at).getTime() - new Date(b.due_at).getTime() || Number(BigInt(a.id) - BigInt(b.id)));
+    // A connection's reports in the order they were written: a retried report's later due time
+    // must not put it behind one written after it.
+    claimed.sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
     // A connection's reports go in one request, in due order; connections in parallel.
     const byConnection = new Map<string, Claimed[]>();
     for (const row of claimed) {
@@ -99,7 +129,13 @@ export class CallbackOutbox {
       }),
     );
     if (unposted.length) {
-      await this.write(`UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[])`, [unposted]);
+      // Handed back due now, and the other processes told so in the same statement (a claim's
+      // release moves no due time, so the trigger does not notify).
+      await this.write(
+        `WITH released AS (UPDATE sandbox_callbacks SET locked_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::bigint[]))
+         SELECT pg_notify($2, '')`,
+        [unposted, SANDBOX_REPORTS_CHANNEL],
+      );
     }
     return claimed.length;
   }

@@ -70,7 +70,7 @@ export const RestrictBody = z
   .strict();
 export type RestrictBody = z.infer<typeof RestrictBody>;
 
-// A contact acting on a message (product.md, "Conversations"): `to` is the linked number, `from`
+// A contact acting on a message (docs/conversations.md): `to` is the linked number, `from`
 // the contact, `message_id` our id of the message acted on.
 const Acting = { from: Phone, to: Phone.describe("The linked number"), message_id: z.string().min(1).max(64) };
 

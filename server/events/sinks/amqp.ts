@@ -1,8 +1,9 @@
 // RabbitMQ (AMQP 0-9-1): a durable topic exchange, declared on every connect; each event is a
 // persistent message with `message_id` = its id, the routing key its subject, on a confirm
 // channel. A batch counts as published when the broker has confirmed every message of it. A lost
-// connection or channel is dropped and opened again at the next batch.
-import { connect, type ChannelModel, type ConfirmChannel } from "amqplib";
+// connection or channel is dropped and opened again at the next batch. The client's module loads
+// with the first connection: only a gateway with an AMQP sink needs it.
+import type { ChannelModel, ConfirmChannel } from "amqplib";
 import type { Logger } from "../../logger.js";
 import type { SinkEvent, SinkPublisher } from "./sink.js";
 
@@ -69,6 +70,7 @@ export class AmqpPublisher implements SinkPublisher {
   }
 
   private async connect(): Promise<Open> {
+    const { connect } = await import("amqplib");
     const connection = await connect(this.options.url, { timeout: 5_000 });
     // Errors end in 'close'; a listener keeps an 'error' from being thrown as unhandled.
     connection.on("error", () => undefined);

@@ -7,8 +7,9 @@
 // message's reply subject, under one timer per batch: the client's `js.publish` makes a request
 // (and a timer) per message, which published about a third as many events a second here
 // (docs/performance.md, "Event sinks").
-import { connect, createInbox, headers, nanos, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { jetstreamManager, JetStreamApiError, JetStreamApiCodes } from "@nats-io/jetstream";
+//
+// The client's modules load with the first connection: only a gateway with a NATS sink needs them.
+import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../logger.js";
 import type { SinkEvent, SinkPublisher } from "./sink.js";
 
@@ -29,6 +30,8 @@ interface Open {
   /** Where PubAcks arrive: `<inbox>.<token>`. */
   inbox: string;
   replies: Subscription;
+  /** The client's headers constructor. */
+  headers: () => MsgHdrs;
 }
 
 /** A PubAck: the stream and sequence stored (`duplicate` when the id was within the window), or an error. */
@@ -48,7 +51,7 @@ export class NatsPublisher implements SinkPublisher {
   constructor(private readonly options: NatsSinkOptions) {}
 
   async publish(events: readonly SinkEvent[]): Promise<void> {
-    const { nc, inbox } = await this.connection();
+    const { nc, inbox, headers } = await this.connection();
     const tokens: string[] = [];
     const acks = events.map((e) => {
       const token = (this.token++).toString(36);
@@ -100,6 +103,10 @@ export class NatsPublisher implements SinkPublisher {
 
   private async open(): Promise<Open> {
     const { url, stream, subjectPrefix } = this.options;
+    const [{ connect, createInbox, headers, nanos }, { jetstreamManager, JetStreamApiError, JetStreamApiCodes }] = await Promise.all([
+      import("@nats-io/transport-node"),
+      import("@nats-io/jetstream"),
+    ]);
     const nc = await connect({ servers: url, name: "svc-gateway events", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5_000 });
     try {
       const jsm = await jetstreamManager(nc);
@@ -124,7 +131,7 @@ export class NatsPublisher implements SinkPublisher {
           this.awaiting.get(token)?.(ack);
         },
       });
-      return { nc, inbox, replies };
+      return { nc, inbox, replies, headers };
     } catch (err) {
       await nc.close().catch(() => undefined);
       throw err;

@@ -155,7 +155,7 @@ export class BrokerError extends Error {
   }
 }
 
-/** `<prefix>.<workspace id>.<connection slug, or _ when the event has no connection>.<type>` (product.md). */
+/** `<prefix>.<workspace id>.<connection slug, or _ when the event has no connection>.<type>` (docs/events.md). */
 export function eventSubject(prefix: string, workspaceId: string, slug: string | null, type: string): string {
   return `${prefix}.${workspaceId}.${slug ?? "_"}.${type}`;
 }

@@ -1,4 +1,4 @@
-// What the network tells of a chat besides messages (product.md, "Conversations"): a contact's
+// What the network tells of a chat besides messages (docs/conversations.md): a contact's
 // reaction, edit, revoke or poll vote updates the message acted on and becomes its event; a
 // contact's typing becomes a `chat.presence` event and nothing else. Written inside the callback's
 // transaction, next to its dedupe rows, so a redelivered report changes nothing.

@@ -105,7 +105,7 @@ export interface InboundRecorded {
  * the furthest an inbound message goes until someone reads it in an app (not ours to know). The
  * message, its timeline entry, its `message.received` event, its usage count and, for a
  * one-to-one message on a connection whose AI policy is enabled, its AI debounce row
- * (server/ai/runs.ts) and, for a new one, its `ai.run` job in the job outbox: one statement.
+ * (server/ai/runs/) and, for a new one, its `ai.run` job in the job outbox: one statement.
  */
 export async function recordInbound(em: EntityManager, connection: Connection, event: InboundMessageEvent, aiDebounceMs: number): Promise<InboundRecorded> {
   const now = new Date();

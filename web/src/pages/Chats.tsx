@@ -1,4 +1,4 @@
-// Chats (product.md, "Conversations"): a connection's chats with their unread counts, and one chat's
+// Chats (docs/conversations.md): a connection's chats with their unread counts, and one chat's
 // messages in both directions, oldest first, kept live by the event stream: replies shown with the
 // message they quote, reactions, edited and deleted marks, media opened through the media route,
 // poll tallies, a contact's "typing…". A member whose role may grant messages:write answers in the

@@ -1,4 +1,4 @@
-// Groups (product.md, "Groups"): the groups a connection's number is in, one group's members and
+// Groups (docs/groups.md): the groups a connection's number is in, one group's members and
 // their roles; creating a group, adding and removing members, promoting and demoting them, each
 // answer shown as an outcome per participant. Changes need a role that may grant
 // connections:write (owner, admin, developer); a viewer reads. The network lets only a group's
