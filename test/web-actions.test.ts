@@ -160,7 +160,10 @@ describe("dashboard: asking, copying, the sandbox's phone", function () {
     await page.getByLabel("State of lobby").filter({ hasText: "connected" }).waitFor();
     // Elsewhere the slug comes with the name too: the connection filters.
     await page.getByRole("link", { name: "Messages" }).click();
-    expect(await page.getByLabel("Connection").getByRole("option", { name: "Lobby phone (lobby)" }).count()).to.equal(1);
+    // The filter's options arrive with the page's connections list: waited for, then counted.
+    const option = page.getByLabel("Connection").getByRole("option", { name: "Lobby phone (lobby)" });
+    await option.first().waitFor({ state: "attached" });
+    expect(await option.count()).to.equal(1);
     expect(errors).to.deep.equal([]);
   });
 
