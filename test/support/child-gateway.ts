@@ -66,6 +66,17 @@ export function spawnMain(env: Record<string, string>, options: ChildOptions = {
 /** How long a child gateway may take to become ready (a loaded machine's start-up); a test that starts children allows this per child in its own timeout. */
 export const CHILD_READY_MS = 60_000;
 
+/** A start or a graceful stop slower than this is reported with the child's output (the test still decides). */
+const SLOW_CHILD_MS = 15_000;
+
+/** Says on stderr what a child did when its start or stop took long: a loaded run's slow test shows why. */
+function slowChild(what: "start" | "stop", since: number, output: () => string): void {
+  const took = Date.now() - since;
+  if (took < SLOW_CHILD_MS) return;
+  const tail = output().split("\n").slice(-40).join("\n");
+  process.stderr.write(`child gateway: ${what} took ${took} ms; the last lines of its output:\n${tail}\n`);
+}
+
 export async function startChildGateway(env: Record<string, string | undefined> = {}, options: ChildOptions = {}): Promise<ChildGateway> {
   const port = await freePort();
   const child = spawnMain(childEnv({ PORT: String(port), ...env }), options);
@@ -75,7 +86,8 @@ export async function startChildGateway(env: Record<string, string | undefined> 
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   // The embedded database takes a few seconds more to start than a connection to PostgreSQL.
-  const deadline = Date.now() + CHILD_READY_MS;
+  const startedAt = Date.now();
+  const deadline = startedAt + CHILD_READY_MS;
   while (options.ready !== false) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
@@ -86,6 +98,7 @@ export async function startChildGateway(env: Record<string, string | undefined> 
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  slowChild("start", startedAt, () => out);
   return {
     url,
     process: child,
@@ -94,8 +107,11 @@ export async function startChildGateway(env: Record<string, string | undefined> 
       await exited;
     },
     async terminate() {
+      const stoppingAt = Date.now();
       child.kill("SIGTERM");
-      return exited;
+      const code = await exited;
+      slowChild("stop", stoppingAt, () => out);
+      return code;
     },
     exited,
     output: () => out,
