@@ -66,20 +66,20 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, `listening on ${url}: /healthz answers now, /readyz once the database and the job backend are up`);
 
-  const opened: { close(): Promise<void> | void }[] = [];
+  const opened: Opened[] = [];
   let database: Database;
   let jobs: JobRunner;
   let composed: Composed;
   try {
     database = await openDatabase({ url: config.databaseUrl, dataDir: options.inMemoryDatabase ? null : config.dataDir, logger, waitMs: config.databaseWaitMs, httpUrl: url });
-    opened.push(database);
+    opened.push({ name: "database", close: () => database.close() });
     awaiting = "job runner";
     logger.info("starting the job runner");
     const runner = await JobRunner.create({ databaseUrl: database.url, embedded: database.sharedSession, mongoUrl: config.jobsMongoUrl, logger, waitMs: config.databaseWaitMs });
     jobs = runner;
-    opened.push({ close: () => runner.stop() });
+    opened.push({ name: "job runner", close: () => runner.stop() });
     const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, outboxDir: join(config.dataDir, "outbox"), logger, metrics, production: config.production });
-    opened.push(mailer);
+    opened.push({ name: "mailer", close: () => mailer.close() });
     // Not awaited: an unreachable mail server is said in one line, and start-up goes on (docs/decisions.md).
     void mailer.checkReachable();
     const engines = new EngineRegistry();
@@ -114,7 +114,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     composed = compose({ config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, listener, eventFeed }, providerCallbacks);
     const started = composed.parts;
     await listener.start();
-    opened.push({ close: () => listener.stop() });
+    opened.push({ name: "LISTEN connection", close: () => listener.stop() });
     for (const job of composed.jobs) runner.define(job);
     // The database may drop (or refuse: too many connections) between opening and here: the first
     // writes wait for it as well. Each is safe to repeat.
@@ -130,7 +130,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     // Nothing half-open is left behind: the caller reports the reason and exits.
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    for (const o of opened.reverse()) await o.close();
+    await closeInReverse(opened, logger);
     throw err;
   }
   const ctx = composed.parts;
@@ -163,7 +163,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const eventSinks = createEventSinks(ctx);
   for (const loop of [...composed.loops, eventSinks]) {
     loop.start();
-    opened.push({ close: () => loop.stop() });
+    opened.push({ name: loop.constructor.name, close: () => loop.stop() });
   }
   started = true;
 
@@ -178,16 +178,44 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       if (stopping) return;
       stopping = true;
       // First, so that no engine report is cut off half-way by the closing server.
-      await engines.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
-        setTimeout(() => server.closeAllConnections(), 10_000).unref();
-      });
-      for (const o of opened.reverse()) await o.close();
+      await closeInReverse(
+        [
+          ...opened,
+          {
+            name: "HTTP server",
+            close: () =>
+              new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeIdleConnections();
+                // Requests still running after 10 s are cut so a stuck client cannot block shutdown.
+                setTimeout(() => server.closeAllConnections(), 10_000).unref();
+              }),
+          },
+          { name: "engines", close: () => engines.close() },
+        ],
+        logger,
+      );
     },
   };
+}
+
+/** Something start-up opened, closed at stop; `name` says which in the log when closing it is slow. */
+interface Opened {
+  name: string;
+  close(): Promise<void> | void;
+}
+
+/** A part that takes this long to close is named in the log: a slow shutdown says what it waited on. */
+const SLOW_CLOSE_MS = 2_000;
+
+/** Closes `opened` last first (what was opened later may use what was opened before it). */
+async function closeInReverse(opened: Opened[], logger: Logger): Promise<void> {
+  for (const part of [...opened].reverse()) {
+    const at = Date.now();
+    await part.close();
+    const ms = Date.now() - at;
+    if (ms >= SLOW_CLOSE_MS) logger.info({ part: part.name, ms }, `shutdown: closing the ${part.name} took ${ms} ms`);
+  }
 }
 
 /** First start with an empty database: a workspace owned by ADMIN_EMAIL, and how to sign in. */

@@ -92,6 +92,41 @@ describe("crash safety of the hand-off", function () {
     }
   });
 
+  it("gives the claims it has not started back on SIGTERM, and another process sends them without waiting for their lock", async () => {
+    // One message every 2 s, claims locked for 5 minutes: the stopping process holds claims it
+    // would need seconds to hand off, and another could only take them when their lock expires.
+    const slow = { DISPATCH_RATE_PER_CONNECTION: "0.5", DISPATCH_LOCK_SECONDS: "300" };
+    const first = await startChildGateway(slow);
+    const client = createClient({ baseUrl: first.url, apiKey: key });
+    const recipients = Array.from({ length: 6 }, phone);
+    const ids: string[] = [];
+    try {
+      for (const to of recipients) ids.push((await expectOk(client.messages.send({ body: { connection: slug, to, body: "given back" } }))).id);
+      // Every message claimed by the first process, the first one handed off.
+      await waitFor(
+        () => testEnv().gateway.ctx.db.query(`SELECT count(*)::int AS n FROM dispatch_queue WHERE message_id = ANY($1) AND locked_until > now()`, [ids]) as Promise<{ n: number }[]>,
+        ([r]) => r!.n === ids.length - 1,
+        20_000,
+      );
+    } catch (err) {
+      await first.kill();
+      throw err;
+    }
+    expect(await first.terminate()).to.equal(0);
+    const left = (await testEnv().gateway.ctx.db.query(`SELECT message_id, locked_until, attempts FROM dispatch_queue WHERE message_id = ANY($1)`, [ids])) as { locked_until: Date | null; attempts: number }[];
+    expect(left.length, "messages the stopping process did not hand off").to.be.at.least(1);
+    expect(left.every((r) => r.locked_until === null && r.attempts === 0), JSON.stringify(left)).to.equal(true);
+
+    const second = await startChildGateway({ DISPATCH_LOCK_SECONDS: "300" });
+    try {
+      const after = createClient({ baseUrl: second.url, apiKey: key });
+      for (const id of ids) await waitFor(() => expectOk(after.messages.get({ params: { id } })), (m) => m.status === "read", 30_000);
+      for (const to of recipients) expect(await receivedCount(second.url, to), to).to.equal(1);
+    } finally {
+      await second.terminate();
+    }
+  });
+
   it("finishes the hand-off in flight on SIGTERM and exits 0", async () => {
     const child = await startChildGateway();
     let sent;

@@ -64,6 +64,8 @@ export class MessageDispatcher {
   private readonly intervalMs: number;
   /** Connections the last claim left out because their lanes were full: a lane that drains wakes the loop. */
   private held = new Set<string>();
+  /** Aborted by stop(): ends the lanes' pace waits. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly db: DataSource,
@@ -87,9 +89,15 @@ export class MessageDispatcher {
     this.loop.start();
   }
 
-  /** Stops claiming, finishes the hand-offs in flight; unstarted claims expire for others. */
+  /**
+   * Stops claiming, finishes the hand-offs in flight, and gives the claims not yet started back
+   * at once (another process takes them up now, not when their lock expires); a lane waiting for
+   * its pace stops waiting.
+   */
   async stop(): Promise<void> {
-    await this.loop.stop();
+    const stopped = this.loop.stop();
+    this.stopping.abort();
+    await stopped;
     await Promise.all(this.active);
   }
 
@@ -183,16 +191,32 @@ export class MessageDispatcher {
     lane.running = true;
     const perBatch = Math.max(1, Math.min(HANDOFF_BATCH, Math.floor(HANDOFF_WINDOW_MS / lane.pace.maxMs)));
     let outageTurns = 0;
+    /** The first message of the batch at the head whose slot is reserved: a hand-off that failed half-way, retried as it was. */
+    let paced: string | null = null;
     try {
       while (lane.queue.length) {
+        // Stopping: a batch whose hand-off failed half-way is finished below; the rest was never
+        // started and goes back to the queue for another process.
+        if (this.stopping.signal.aborted) {
+          const unstarted = lane.queue.splice(paced ? perBatch : 0);
+          if (unstarted.length) await releaseClaims(this.db, unstarted).catch((err: unknown) => this.logger.warn({ err }, "claims not given back; they expire with their lock"));
+          if (!lane.queue.length) break;
+        }
         const batch = lane.queue.splice(0, perBatch);
         try {
-          // The batch's slot, shared with every other process's hand-offs of this connection.
-          const gaps = batch.reduce((sum) => sum + lane.pace.minMs + Math.random() * (lane.pace.maxMs - lane.pace.minMs), 0);
-          const wait = await reservePace(this.db, connectionId, gaps);
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          if (paced !== batch[0]!.message_id) {
+            // The batch's slot, shared with every other process's hand-offs of this connection.
+            const gaps = batch.reduce((sum) => sum + lane.pace.minMs + Math.random() * (lane.pace.maxMs - lane.pace.minMs), 0);
+            const wait = await reservePace(this.db, connectionId, gaps);
+            if (wait > 0 && !(await untilOrAborted(wait, this.stopping.signal))) {
+              lane.queue.unshift(...batch);
+              continue;
+            }
+            paced = batch[0]!.message_id;
+          }
           await this.handOff(batch);
           outageTurns = 0;
+          paced = null;
           if (lane.queue.length < this.laneLimit(lane) && this.held.delete(connectionId)) this.loop.wake();
         } catch (err) {
           // The database went away mid hand-off: the claims are still ours, so keep them and try
@@ -203,7 +227,11 @@ export class MessageDispatcher {
           if (isDatabaseUnavailable(err) && (this.loop.running || outageTurns < STOPPING_OUTAGE_TURNS)) {
             lane.queue.unshift(...batch);
             await new Promise((r) => setTimeout(r, backoffMs(++outageTurns, 250, MAX_OUTAGE_BACKOFF_MS)));
-          } else this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed");
+          } else {
+            this.logger.error({ err, message_ids: batch.map((c) => c.message_id) }, "hand-off failed");
+            outageTurns = 0;
+            paced = null;
+          }
         }
       }
     } finally {
@@ -287,6 +315,36 @@ export async function reservePace(db: DataSource, connectionId: string, spanMs: 
     [connectionId, spanMs],
   );
   return row?.wait_ms ?? 0;
+}
+
+/**
+ * Gives claims back to the queue as they were before this process claimed them, unless another
+ * process has claimed them since (their attempts moved on). Names available_at so that the
+ * queue's trigger wakes the other processes' dispatchers.
+ */
+async function releaseClaims(db: DataSource, claims: Claimed[]): Promise<void> {
+  await db.query(
+    `UPDATE dispatch_queue q SET locked_until = NULL, attempts = q.attempts - 1, available_at = q.available_at
+       FROM unnest($1::text[], $2::int[]) AS c(message_id, attempts)
+      WHERE q.message_id = c.message_id AND q.attempts = c.attempts`,
+    [claims.map((c) => c.message_id), claims.map((c) => c.attempts)],
+  );
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function untilOrAborted(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", aborted);
+      resolve(true);
+    }, ms);
+    const aborted = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", aborted, { once: true });
+  });
 }
 
 function engineError(err: unknown): EngineError {
