@@ -64,8 +64,8 @@ export class MessageDispatcher {
   private readonly intervalMs: number;
   /** Connections the last claim left out because their lanes were full: a lane that drains wakes the loop. */
   private held = new Set<string>();
-  /** Aborted by stop(): ends the lanes' pace waits. */
-  private readonly stopping = new AbortController();
+  /** Aborted by stop(): ends the lanes' pace waits; a new one at each start. */
+  private stopping = new AbortController();
 
   constructor(
     private readonly db: DataSource,
@@ -86,6 +86,7 @@ export class MessageDispatcher {
   }
 
   start(): void {
+    if (this.stopping.signal.aborted) this.stopping = new AbortController();
     this.loop.start();
   }
 
