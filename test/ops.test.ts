@@ -4,6 +4,8 @@ import { loadConfig, ConfigError } from "../server/config.js";
 import { createLogger } from "../server/logger.js";
 import { testEnv } from "./setup.js";
 import { http, newWorkspace } from "./support/actors.js";
+import { CHILD_READY_MS, startChildGateway } from "./support/child-gateway.js";
+import { waitFor } from "./support/wait.js";
 
 describe("operational endpoints", () => {
   it("answers /healthz without touching dependencies and /readyz when the database and job runner are up", async () => {
@@ -94,6 +96,32 @@ function capturedLogger() {
   });
   return { lines, log: createLogger("info", sink) };
 }
+
+describe("readiness while the engines open", function () {
+  this.timeout(CHILD_READY_MS + 60_000);
+
+  it("answers /readyz 503 naming engines (opening) until the engines are open and the loops run, then 200", async () => {
+    // The Baileys engine fetches the network's client version as it opens: a slow answer keeps it opening.
+    const child = await startChildGateway({ STAND_IN_VERSION_DELAY_MS: "5000" }, { ready: false });
+    try {
+      const probe = () =>
+        fetch(`${child.url}/readyz`).then(
+          async (r) => ({ status: r.status, body: (await r.json()) as { status?: string; unavailable?: string[] } }),
+          () => null,
+        );
+      const opening = await waitFor(probe, (r) => r !== null && r.body.unavailable?.includes("engines (opening)") === true, CHILD_READY_MS);
+      expect(opening!.status).to.equal(503);
+      expect(opening!.body.unavailable).to.deep.equal(["engines (opening)"]);
+      // The port answers the API meanwhile (the engines report through it while they open).
+      expect((await fetch(`${child.url}/healthz`)).status).to.equal(200);
+      const ready = await waitFor(probe, (r) => r?.status === 200, 30_000);
+      expect(ready!.body.status).to.equal("ready");
+      expect(child.output()).to.include("baileys client version fetched");
+    } finally {
+      await child.terminate();
+    }
+  });
+});
 
 describe("configuration and logs", () => {
   it("refuses to start in production without DATABASE_URL, SECRET_KEY and BASE_URL", () => {

@@ -89,6 +89,9 @@ const world: World = (holder.__baileysStandIn ??= {
 
 /** The version source of the network the stand-in plays (BAILEYS_SOCKET_MODULE's fetchVersion). */
 export const fetchVersion: VersionSource = async () => {
+  // STAND_IN_VERSION_DELAY_MS: a slow web client, which keeps a starting gateway's engines opening that long.
+  const delayMs = Number(process.env.STAND_IN_VERSION_DELAY_MS ?? 0);
+  if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
   if (!world.publishedVersion) throw new Error("web client unreachable");
   return world.publishedVersion;
 };
