@@ -762,7 +762,7 @@ describe("reading messages", () => {
       expect(again.status).to.equal(200);
     });
 
-    it("leaves V8's old generation nearly where it was: 300,000 rows exported promote under 30 MB by COPY, 60 MB on the embedded database (rows as objects through csv-stringify: ~200 MB)", async function () {
+    it("leaves V8's old generation nearly where it was: per 300,000 rows exported, under 30 MB promoted by COPY, 60 MB on the embedded database (rows as objects through csv-stringify: ~200 MB)", async function () {
       // 300,000 rows on the embedded database, hosted by this process: over 120 s in a loaded CI run.
       this.timeout(300_000);
       // What an export leaves in the old generation stays there, as garbage, until the next full
@@ -815,11 +815,13 @@ describe("reading messages", () => {
       } finally {
         observer.disconnect();
       }
-      expect(rows, "too many runs were cut by a full collection").to.be.at.least(300_000);
+      // On a loaded machine the embedded database's own collections cut most runs (8 of 60 were
+      // whole in one CI run pinned to one core): half the rows still tell 60 MB from ~200 MB.
+      expect(rows, "too many runs were cut by a full collection").to.be.at.least(150_000);
       // COPY (PostgreSQL) allocates nothing per row; the rows path (the embedded database, whose
       // engine shares this heap) promoted ~25 MB in batches of 2,000, 77-91 MB in batches of 5,000.
-      const limitMb = testEnv().gateway.database.sharedSession ? 60 : 30;
-      expect(grown / 1e6, "MB promoted to the old generation").to.be.lessThan(limitMb);
+      const limitMb = ((testEnv().gateway.database.sharedSession ? 60 : 30) * rows) / 300_000;
+      expect(grown / 1e6, `MB promoted to the old generation by ${rows} rows`).to.be.lessThan(limitMb);
     });
 
     it("stops querying once the stream is destroyed", async () => {
