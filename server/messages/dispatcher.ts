@@ -4,6 +4,7 @@
 // message id, so a hand-off retried after a crash reaches the network once. Every statement that
 // queues a message or moves its due time NOTIFYs svc_dispatch (migration 1732262100000), so an idle
 // dispatcher sleeps until its next row is due rather than polling every IDLE_POLL_MS.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { DataSource } from "typeorm";
 import type { Config } from "../config.js";
 import { Connection, connectionFromRow } from "../connections/entities.js";
@@ -209,7 +210,7 @@ export class MessageDispatcher {
             // The batch's slot, shared with every other process's hand-offs of this connection.
             const gaps = batch.reduce((sum) => sum + lane.pace.minMs + Math.random() * (lane.pace.maxMs - lane.pace.minMs), 0);
             const wait = await reservePace(this.db, connectionId, gaps);
-            if (wait > 0 && !(await untilOrAborted(wait, this.stopping.signal))) {
+            if (wait > 0 && !(await sleep(wait, true, { signal: this.stopping.signal }).catch(() => false))) {
               lane.queue.unshift(...batch);
               continue;
             }
@@ -330,22 +331,6 @@ async function releaseClaims(db: DataSource, claims: Claimed[]): Promise<void> {
       WHERE q.message_id = c.message_id AND q.attempts = c.attempts`,
     [claims.map((c) => c.message_id), claims.map((c) => c.attempts)],
   );
-}
-
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function untilOrAborted(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", aborted);
-      resolve(true);
-    }, ms);
-    const aborted = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener("abort", aborted, { once: true });
-  });
 }
 
 function engineError(err: unknown): EngineError {
