@@ -41,7 +41,7 @@ import { newId } from "../server/ids.js";
 import { Plan } from "../server/workspace/entities.js";
 import { WorkspaceService } from "../server/workspace/service.js";
 import { distIsCurrent } from "../test/support/child-entry.js";
-import { freePort } from "../test/support/child-gateway.js";
+import { freePort } from "../test/support/ports.js";
 import { createScratchDatabase } from "../test/setup.js";
 import { startGatewayProcess } from "./harness.js";
 

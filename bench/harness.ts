@@ -13,7 +13,7 @@ import { loadConfig } from "../server/config.js";
 import { newId } from "../server/ids.js";
 import { startGateway, type Gateway } from "../server/gateway.js";
 import { createLogger } from "../server/logger.js";
-import { freePort } from "../test/support/child-gateway.js";
+import { freePort } from "../test/support/ports.js";
 import { createScratchDatabase } from "../test/setup.js";
 
 const run = promisify(execFile);

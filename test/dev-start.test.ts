@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { scratchDir } from "./setup.js";
-import { freePort } from "./support/child-gateway.js";
+import { freePort } from "./support/ports.js";
 import { cliWith } from "./support/cli.js";
 import { waitFor } from "./support/wait.js";
 

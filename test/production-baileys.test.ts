@@ -19,7 +19,7 @@ import { qrOf } from "./support/sandbox.js";
 import { buildStandIn, childrenRunDist } from "./support/child-entry.js";
 import { ownDatabase, type OwnDatabase } from "./support/own-database.js";
 import { loadConfig, ConfigError } from "../server/config.js";
-import { freePort } from "./support/child-gateway.js";
+import { freePort } from "./support/ports.js";
 import { waitFor } from "./support/wait.js";
 
 /**

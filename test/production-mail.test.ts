@@ -5,7 +5,8 @@
 import { expect } from "chai";
 import { loadConfig, ConfigError } from "../server/config.js";
 import { testEnv } from "./setup.js";
-import { childEnv, freePort, spawnMain, startChildGateway } from "./support/child-gateway.js";
+import { childEnv, spawnMain, startChildGateway } from "./support/child-gateway.js";
+import { freePort } from "./support/ports.js";
 import { Mailbox } from "./support/mailbox.js";
 import { newWorkspace } from "./support/actors.js";
 import { waitFor } from "./support/wait.js";

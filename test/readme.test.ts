@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { signWebhookPayload } from "../sdk/src/index.js";
 import { newWorkspace } from "./support/actors.js";
-import { freePort } from "./support/child-gateway.js";
+import { freePort } from "./support/ports.js";
 import { testEnv } from "./setup.js";
 
 const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));

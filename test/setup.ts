@@ -11,13 +11,13 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer, type AddressInfo } from "node:net";
 import pg from "pg";
 import { loadConfig } from "../server/config.js";
 import { startGateway, type Gateway } from "../server/gateway.js";
 import { createLogger } from "../server/logger.js";
 import { ensureWebBuild } from "../server/web/build.js";
 import { prepareChildGateways, STAND_IN_MODULE } from "./support/child-entry.js";
+import { freePort } from "./support/ports.js";
 import { Mailbox } from "./support/mailbox.js";
 import { mongoEmulatorBinary, startMongoEmulator } from "./support/mongo-emulator.js";
 
@@ -180,11 +180,3 @@ export const mochaHooks = {
     if (process.env.MOCHA_WORKER_ID === undefined) await stopEnv();
   },
 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

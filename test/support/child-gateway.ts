@@ -3,9 +3,9 @@
 // child-entry.ts, with environment variables), so tests can kill it mid-work or run it with
 // settings of its own.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
 import { scratchDir, testEnv } from "../setup.js";
 import { childEntry } from "./child-entry.js";
+import { freePort } from "./ports.js";
 
 export interface ChildGateway {
   url: string;
@@ -17,14 +17,6 @@ export interface ChildGateway {
   output(): string;
   /** Resolves with the exit code once the process has ended by itself or been stopped. */
   exited: Promise<number | null>;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export interface ChildOptions {
@@ -77,6 +69,16 @@ function slowChild(what: "start" | "stop", since: number, output: () => string):
   process.stderr.write(`child gateway: ${what} took ${took} ms; the last lines of its output:\n${tail}\n`);
 }
 
+/** Whether `url` is a ready gateway: its /readyz answers the gateway's own body, not just any 200. */
+async function isReadyGateway(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/readyz`);
+    return res.ok && ((await res.json()) as { status?: unknown }).status === "ready";
+  } catch {
+    return false;
+  }
+}
+
 export async function startChildGateway(env: Record<string, string | undefined> = {}, options: ChildOptions = {}): Promise<ChildGateway> {
   const port = await freePort();
   const child = spawnMain(childEnv({ PORT: String(port), ...env }), options);
@@ -90,7 +92,7 @@ export async function startChildGateway(env: Record<string, string | undefined> 
   const deadline = startedAt + CHILD_READY_MS;
   while (options.ready !== false) {
     if (child.exitCode !== null) throw new Error(`child gateway exited ${child.exitCode}:\n${out}`);
-    const ready = await fetch(`${url}/readyz`).then((r) => r.ok).catch(() => false);
+    const ready = await isReadyGateway(url);
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
