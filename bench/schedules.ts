@@ -99,6 +99,27 @@ while (Date.now() < deadline) {
 }
 // Let any straggling (duplicate) fire land before counting.
 await new Promise((r) => setTimeout(r, 5_000));
+// With the dispatcher on: when the last of the burst's messages was handed to the engine (the
+// firing goes first, server/foreground.ts; this says what that cost the hand-offs).
+let handedOff: number | null = null;
+if (dispatcher === "on") {
+  const waitUntil = Date.now() + 300_000;
+  for (;;) {
+    const [row] = (await db.query(
+      `SELECT count(*) FILTER (WHERE m.status IN ('queued', 'submitting'))::int AS waiting,
+              extract(epoch FROM max(t.at) - $2::timestamptz) AS last
+         FROM messages m JOIN schedules s ON s.id = m.schedule_id
+         LEFT JOIN message_timeline t ON t.message_id = m.id AND t.status = 'submitted'
+        WHERE s.workspace_id = ANY($1)`,
+      [workspaceIds, occurrence],
+    )) as { waiting: number; last: number | null }[];
+    if (row!.waiting === 0 || Date.now() > waitUntil) {
+      handedOff = row!.waiting === 0 ? Number(row!.last) : null;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
 
 const [figures] = (await db.query(
   `WITH m AS (
@@ -147,6 +168,7 @@ table([
     duplicates,
     misses,
     "advanced to next day": state!.advanced,
+    ...(dispatcher === "on" && { "all handed off s": handedOff === null ? "not within 300 s" : handedOff.toFixed(2) }),
   },
 ]);
 table(

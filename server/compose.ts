@@ -31,6 +31,7 @@ import type { Mailer } from "./mail/mailer.js";
 import { mcpRouter } from "./mcp/handlers.js";
 import type { ToolServices } from "./mcp/tool.js";
 import type { MessageDispatcher } from "./messages/dispatcher.js";
+import { Foreground } from "./foreground.js";
 import { createMessages } from "./messages/index.js";
 import { createOAuth } from "./oauth/index.js";
 import type { OAuthService } from "./oauth/service.js";
@@ -79,6 +80,8 @@ export interface Services extends ToolServices {
   providerCallbacks: ProviderCallbackService;
   /** Fires due schedules; run by each process's ScheduleFiringLoop (server/schedules/firing.ts). */
   scheduleFiring: ScheduleFiring;
+  /** Work the process puts first (a burst of schedules firing): its dispatcher waits for it. */
+  foreground: Foreground;
   /** Makes webhook attempts: first attempts in its worker loop, retries from `webhook.retry` jobs. */
   webhookDeliverer: WebhookDeliverer;
   /** Turns events into webhook deliveries (a loop, started with the gateway). */
@@ -110,13 +113,15 @@ export interface Composed {
  */
 export function compose(deps: Foundation, providerCallbacks: ProviderCallbackService): Composed {
   const { db, config, logger, engines, keyCache, mailer, metrics, listener, jobs } = deps;
-  const messages = createMessages({ db, config, engines, logger, listener });
+  // Schedules due together are fired before this process's dispatcher claims more (server/foreground.ts).
+  const foreground = new Foreground();
+  const messages = createMessages({ db, config, engines, logger, listener, foreground });
   const auth = createAuth({ db, mailer, logger, config });
   const workspace = createWorkspace({ db, keyCache });
   const team = createTeam({ db, mailer, config, logger, keyCache });
   const connections = createConnections({ db, config, engines, logger });
   const groups = createGroups({ db, config, engines, connections: connections.connections });
-  const schedules = createSchedules({ db, logger, sender: messages.sender, listener });
+  const schedules = createSchedules({ db, logger, sender: messages.sender, listener, foreground });
   const webhooks = createWebhooks({ db, logger, config, listener });
   const events = createEvents({ db, config });
   const ai = createAi({ db, logger, config, sender: messages.sender, onUsageOverLimit: (provider) => metrics.aiUsageOverLimit.inc({ provider }) });
@@ -136,6 +141,7 @@ export function compose(deps: Foundation, providerCallbacks: ProviderCallbackSer
     providerCallbacks,
     schedules: schedules.schedules,
     scheduleFiring: schedules.scheduleFiring,
+    foreground,
     webhooks: webhooks.webhooks,
     webhookDeliverer: webhooks.webhookDeliverer,
     webhookFanout: webhooks.webhookFanout,

@@ -6,6 +6,7 @@
 // firing loop of each process fires it on its own, and some tests also call the fire routine
 // directly; a burst due at one instant is shared by two processes.
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "chai";
 import { DateTime } from "luxon";
 import type { DataSource } from "typeorm";
@@ -355,6 +356,27 @@ describe("schedules firing", () => {
     } finally {
       // Killed: its graceful stop waits for the deliveries of its messages, which this test does not need.
       await child.kill();
+    }
+  });
+
+  it("holds this process's hand-offs while it fires schedules, for at most a few seconds at a time", async function () {
+    // A firing run is foreground work (server/foreground.ts): the dispatcher claims nothing new
+    // meanwhile, so a burst's fires do not wait on hand-offs; the wait is bounded (5 s a claim).
+    this.timeout(30_000);
+    const a = await connectedActor();
+    const { client } = await a.ws.key(["messages:read", "messages:write"]);
+    const foreground = testEnv().gateway.ctx.services.foreground;
+    let end!: () => void;
+    const run = foreground.during(() => new Promise<void>((r) => (end = r)));
+    try {
+      const sent = await expectOk(client.messages.send({ body: { connection: a.slug, to: uniquePhone("+1556"), body: "after the burst" } }));
+      await sleep(1_500);
+      expect((await expectOk(client.messages.get({ params: { id: sent.id } }))).status, "held while the run lasts").to.equal("queued");
+      const handedOff = await waitFor(() => expectOk(client.messages.get({ params: { id: sent.id } })), (m) => m.status !== "queued", 20_000, 100);
+      expect(handedOff.status, "handed off once the wait's bound passed, the run still going").to.not.equal("failed");
+    } finally {
+      end();
+      await run;
     }
   });
 });

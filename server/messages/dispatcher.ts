@@ -15,6 +15,7 @@ import { backoffMs } from "../backoff.js";
 import { isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
 import { rows } from "../db/rows.js";
 import type { DatabaseListener } from "../db/listener.js";
+import type { Foreground } from "../foreground.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 import { messageRef } from "./chat.js";
@@ -24,6 +25,8 @@ import { dropHandOffs, markSubmitting, recordFailed, recordRetry, recordSubmitte
 export const DISPATCH_CHANNEL = "svc_dispatch";
 const BATCH = 200;
 const IDLE_POLL_MS = 250;
+/** Longest a claim waits for the process's foreground work (a burst of schedules firing) to end. */
+const FOREGROUND_WAIT_MS = 5_000;
 /** Transient failures are retried this many times, with exponential backoff, then fail. */
 export const MAX_ATTEMPTS = 10;
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -74,6 +77,7 @@ export class MessageDispatcher {
     private readonly engines: EngineRegistry,
     private readonly logger: Logger,
     listener?: DatabaseListener,
+    private readonly foreground?: Foreground,
   ) {
     this.intervalMs = 1000 / config.dispatch.ratePerConnection;
     this.loop = new PollingLoop({
@@ -109,6 +113,7 @@ export class MessageDispatcher {
   }
 
   private async claimAndEnqueue(): Promise<number> {
+    await this.foreground?.settled(FOREGROUND_WAIT_MS, this.stopping.signal);
     const claimed = await this.claim();
     for (const c of claimed) this.enqueue(c);
     return claimed.length;

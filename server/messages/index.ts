@@ -6,6 +6,7 @@ import { messageReleaseJob } from "../../jobs/message-release.js";
 import type { Config } from "../config.js";
 import type { DatabaseListener } from "../db/listener.js";
 import type { EngineRegistry } from "../engines/engine.js";
+import type { Foreground } from "../foreground.js";
 import type { Logger } from "../logger.js";
 import type { Loop } from "../loop.js";
 import { conversationsRouter } from "./conversation-handlers.js";
@@ -16,9 +17,9 @@ import { MessageLifecycle } from "./lifecycle.js";
 import { MessageReader } from "./reader.js";
 import { MessageSender } from "./send.js";
 
-export function createMessages(deps: { db: DataSource; config: Config; engines: EngineRegistry; logger: Logger; listener: DatabaseListener }) {
-  const { db, config, engines, logger, listener } = deps;
-  const dispatcher = new MessageDispatcher(db, config, engines, logger, listener);
+export function createMessages(deps: { db: DataSource; config: Config; engines: EngineRegistry; logger: Logger; listener: DatabaseListener; foreground: Foreground }) {
+  const { db, config, engines, logger, listener, foreground } = deps;
+  const dispatcher = new MessageDispatcher(db, config, engines, logger, listener, foreground);
   const wakeDispatcher = () => dispatcher.wake();
   const sender = new MessageSender(db, wakeDispatcher);
   const messageLifecycle = new MessageLifecycle(db, wakeDispatcher);

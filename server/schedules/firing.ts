@@ -1,21 +1,23 @@
 // Firing schedules. The schedules table is the queue: any number of workers, on any number of
 // processes, claim a batch of due active schedules with FOR UPDATE SKIP LOCKED and fire it in
 // one short transaction. For each schedule that transaction
-//   1. records the run (schedule_id, occurrence_at) — the primary key is the fire's idempotency
-//      key, so an occurrence that somehow comes round again is never sent twice;
+//   1. looks for the occurrence's run (schedule_id, occurrence_at) — the primary key is the
+//      fire's idempotency key, so an occurrence that somehow comes round again is never sent
+//      twice (the schedule's row lock keeps a concurrent fire out until this one commits);
 //   2. writes the message through the message store (the same writes as a send, same
 //      transaction), or a `failed` message with the reason the send rules give when it cannot be
 //      sent now (plan without scheduling, connection not connected, monthly allowance used);
-//   3. advances occurrences / next_run_at / status with advance() — once behind, it fires once
-//      and drops the backlog — and records schedule.fired (and schedule.completed) in the outbox.
+//   3. records the run with its message, advances occurrences / next_run_at / status with
+//      advance() — once behind, it fires once and drops the backlog — and records schedule.fired
+//      (and schedule.completed) in the outbox.
 // A schedule's fire is therefore atomic: all of it commits or none. Batching is for throughput:
-// the claim (with the run rows, the connections, the plans and the month's usage) is one
-// statement, the batch's messages another, the advance of the whole batch a third, and one
-// commit serves the batch. A batch that fails is retried one
-// schedule at a time, so one bad row only holds itself back. Every process fires: its own loop
-// (ScheduleFiringLoop, below) wakes at the next due time and on NOTIFY svc_schedules, so the
-// workers of all processes claim side by side (docs/decisions.md, "Schedules fired by every
-// process"); the dispatcher picks the queued messages up on its own poll.
+// the claim (with the runs already recorded, the connections, the plans and the month's usage)
+// is one statement, the batch's messages another, the runs and the advance of the whole batch a
+// third, and one commit serves the batch. A batch that fails is retried one schedule at a time,
+// so one bad row only holds itself back. Every process fires: its own loop (ScheduleFiringLoop,
+// below) wakes at the next due time and on NOTIFY svc_schedules, so the workers of all processes
+// claim side by side (docs/decisions.md, "Work spread over processes"); the dispatcher picks the
+// queued messages up once the run is over (server/foreground.ts).
 import { hostname } from "node:os";
 import type { DataSource, EntityManager } from "typeorm";
 import { SendMessageBody, type Message as MessageView, type Recurrence, type ScheduleStatus } from "../../contract/index.js";
@@ -24,6 +26,7 @@ import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { rows } from "../db/rows.js";
 import type { DatabaseListener } from "../db/listener.js";
+import type { Foreground } from "../foreground.js";
 import type { Logger } from "../logger.js";
 import { PollingLoop } from "../polling-loop.js";
 import { acceptMany, type AcceptInput } from "../messages/store/accept.js";
@@ -33,8 +36,16 @@ import { monthOutboundSql, usageShard } from "../workspace/usage.js";
 import { advance, type Progress } from "./recurrence.js";
 import { nextStatus, progressPatch, scheduleView } from "./service.js";
 
-/** Schedules claimed and fired per transaction. */
-export const FIRE_BATCH = 25;
+/**
+ * Schedules claimed and fired per transaction: a worker starts at FIRST_FIRE_BATCH and doubles
+ * while its batches come back full, up to FIRE_BATCH. A few due schedules are shared finely
+ * between the processes; a burst pays one commit (and its WAL flush) per FIRE_BATCH. (10,000 due
+ * at one instant over two processes: 25 a batch fired ~1,260 a second, 250 ~2,060; docs/performance.md.)
+ */
+export const FIRE_BATCH = 250;
+const FIRST_FIRE_BATCH = 25;
+/** The embedded database runs one transaction at a time: a batch there stays short, so requests wait little. */
+const EMBEDDED_FIRE_BATCH = 25;
 
 export type FireOutcome = "queued" | "failed" | "not_sent" | "duplicate";
 
@@ -48,7 +59,7 @@ export interface FireResult {
 export interface FireDueOptions {
   /** Concurrent fire transactions (each holds one pooled connection). */
   workers?: number;
-  /** Schedules per transaction. */
+  /** Most schedules per transaction (a worker's first batch is smaller, see FIRE_BATCH). */
   batch?: number;
   /** Stop claiming after this long; what is left is for the next run. */
   budgetMs?: number;
@@ -94,15 +105,17 @@ export class ScheduleFiring {
    */
   async fireDue(options: FireDueOptions = {}): Promise<number> {
     const deadline = Date.now() + (options.budgetMs ?? 20_000);
-    const batch = Math.max(1, options.batch ?? FIRE_BATCH);
+    const most = Math.max(1, options.batch ?? FIRE_BATCH);
     // Schedules whose fire threw: left for the next run, skipped for the rest of this one.
     const skip = new Set<string>();
     let handled = 0;
     const worker = async (): Promise<void> => {
+      let batch = Math.min(FIRST_FIRE_BATCH, most);
       while (Date.now() < deadline && !options.shouldStop?.()) {
         const fired = await this.fireIsolating(batch, skip);
         handled += fired;
         if (fired === 0) return;
+        if (fired >= batch) batch = Math.min(2 * batch, most);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, options.workers ?? 1) }, worker));
@@ -177,13 +190,8 @@ export class ScheduleFiring {
           ORDER BY next_run_at
           LIMIT $3
           FOR UPDATE SKIP LOCKED
-       ), run AS (
-         INSERT INTO schedule_runs (schedule_id, occurrence_at, fired_by)
-         SELECT id, next_run_at, $5 FROM due
-         ON CONFLICT DO NOTHING
-         RETURNING schedule_id
        )
-       SELECT s.*, (run.schedule_id IS NOT NULL) AS fresh,
+       SELECT s.*, NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = due.id AND r.occurrence_at = due.next_run_at) AS fresh,
               p.name AS plan_name, p.scheduling AS plan_scheduling, p.messages_per_month AS plan_messages_per_month,
               CASE WHEN p.messages_per_month IS NULL THEN 0 ELSE ${monthOutboundSql("s.workspace_id")} END AS used_this_month,
               c.id AS c_id, c.slug AS c_slug, c.name AS c_name, c.state AS c_state, c.linked AS c_linked, c.phone AS c_phone,
@@ -193,10 +201,9 @@ export class ScheduleFiring {
          JOIN schedules s ON s.id = due.id
          JOIN workspaces w ON w.id = s.workspace_id
          JOIN plans p ON p.id = w.plan_id
-         LEFT JOIN run ON run.schedule_id = s.id
          LEFT JOIN connections c ON c.workspace_id = s.workspace_id AND c.slug = s.message->>'connection' AND c.deleted_at IS NULL
         ORDER BY due.next_run_at, s.id`,
-      [now, skip, limit, only, this.firedBy],
+      [now, skip, limit, only],
     );
     return raw.map(claimedFromRow);
   }
@@ -269,20 +276,22 @@ export class ScheduleFiring {
       }
     }
     const runs = fired.filter((f) => f.counted);
-    await em.query(
+    const [written] = await rows<{ runs: number }>(
+      em,
       `WITH s AS (
          UPDATE schedules t SET status = v.status, occurrences = v.occurrences, next_run_at = v.next_run_at, last_run_at = v.last_run_at, updated_at = $6
            FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::timestamptz[]) AS v(id, status, occurrences, next_run_at, last_run_at)
           WHERE t.id = v.id
        ), r AS (
-         UPDATE schedule_runs t SET message_id = v.message_id, error_code = v.error_code
-           FROM unnest($7::text[], $8::timestamptz[], $9::text[], $10::text[]) AS v(schedule_id, occurrence_at, message_id, error_code)
-          WHERE t.schedule_id = v.schedule_id AND t.occurrence_at = v.occurrence_at
+         INSERT INTO schedule_runs (schedule_id, occurrence_at, message_id, error_code, fired_by)
+         SELECT v.*, $17 FROM unnest($7::text[], $8::timestamptz[], $9::text[], $10::text[]) AS v(schedule_id, occurrence_at, message_id, error_code)
+         ON CONFLICT DO NOTHING
+         RETURNING 1
        ), e AS (
          INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at)
          SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])
        )
-       SELECT 1`,
+       SELECT count(*)::int AS runs FROM r`,
       [
         schedules.map((s) => s.id),
         schedules.map((s) => s.status),
@@ -300,15 +309,19 @@ export class ScheduleFiring {
         events.map((e) => e.connectionId),
         events.map((e) => JSON.stringify(e.payload)),
         events.map((e) => e.createdAt),
+        this.firedBy,
       ],
     );
+    // The claim saw no run row for these occurrences and holds their schedules' locks, so none can
+    // exist; if one does, nothing of this batch commits and its schedules are fired one by one.
+    if (written!.runs !== runs.length) throw new Error(`${runs.length - written!.runs} of the batch's occurrences were fired meanwhile`);
   }
 }
 
 /** Every statement that creates a schedule or moves its next run NOTIFYs this (migration 1732261700000). */
 export const SCHEDULES_CHANNEL = "svc_schedules";
 /** Concurrent fire transactions per process; the embedded database runs one transaction at a time. */
-const WORKERS = 4;
+const WORKERS = 2;
 /** A run stops claiming after this long, so that a stop is not held up; the next turn goes on. */
 const RUN_BUDGET_MS = 10_000;
 /**
@@ -334,7 +347,9 @@ export class ScheduleFiringLoop {
     private readonly firing: ScheduleFiring,
     listener: DatabaseListener,
     logger: Logger,
+    private readonly foreground: Foreground,
     private readonly workers = listener.enabled ? WORKERS : 1,
+    private readonly batch = listener.enabled ? FIRE_BATCH : EMBEDDED_FIRE_BATCH,
   ) {
     this.loop = new PollingLoop({
       tick: () => this.tick(),
@@ -363,7 +378,10 @@ export class ScheduleFiringLoop {
       this.nextDueAt = at;
       return 0;
     }
-    const handled = await this.firing.fireDue({ workers: this.workers, budgetMs: RUN_BUDGET_MS, shouldStop: () => !this.loop.running });
+    // Foreground work: this process's dispatcher claims nothing new while it runs (server/foreground.ts).
+    const handled = await this.foreground.during(() =>
+      this.firing.fireDue({ workers: this.workers, batch: this.batch, budgetMs: RUN_BUDGET_MS, shouldStop: () => !this.loop.running }),
+    );
     if (handled === 0) this.nextDueAt = Date.now() + RETRY_MS;
     return handled;
   }
