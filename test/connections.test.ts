@@ -360,7 +360,9 @@ describe("connections", () => {
   });
 
   describe("delete", () => {
-    it("soft-deletes at once and purges the connection's messages in a queued job", async () => {
+    it("soft-deletes at once and purges the connection's messages in a queued job", async function () {
+      // Its own waits: pairing, the inbound message, the purge job (15 s); a loaded embedded run passed 20 s.
+      this.timeout(45_000);
       const { client } = await keyed();
       const phone = uniquePhone();
       const c = await pairConnection(client, "doomed", phone);

@@ -41,8 +41,12 @@ export class Mailbox {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  /** Waits for a mail to `to` matching `pattern` among those after the first `since`; returns the match. */
-  async waitFor(to: string, pattern: RegExp, since = 0, timeoutMs = 5000): Promise<RegExpExecArray> {
+  /**
+   * Waits for a mail to `to` matching `pattern` among those after the first `since`; returns the
+   * match. The default allows a loaded run's embedded database (a sign-in code took over 5 s in a
+   * CI run on a slow machine); a mail that comes returns at once.
+   */
+  async waitFor(to: string, pattern: RegExp, since = 0, timeoutMs = 15_000): Promise<RegExpExecArray> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.mails
