@@ -3,7 +3,7 @@
 // long): a fire is the moment an occurrence is recorded (its lateness), and on a busy machine
 // firing and handing off side by side made every fire wait on the other's writes. The messages a
 // burst queues are handed off right after it, at their connections' pace (docs/decisions.md,
-// "Schedules fired first").
+// "Schedules fired first, handed off after").
 import { setTimeout as sleep } from "node:timers/promises";
 
 export class Foreground {
