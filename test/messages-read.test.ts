@@ -360,6 +360,32 @@ describe("reading messages", () => {
       }
     });
 
+    it("begins an accepted message's timeline with `accepted` at its created_at, and no other message's", async () => {
+      // What this version writes first (store/accept.ts, store/reports.ts): the status itself.
+      const cases = [
+        { direction: "outbound", stored: ["queued"], shown: ["accepted", "queued"] },
+        { direction: "outbound", stored: ["failed"], shown: ["accepted", "failed"] },
+        { direction: "outbound", stored: ["scheduled", "queued"], shown: ["scheduled", "queued"] },
+        { direction: "outbound", stored: ["sent"], shown: ["sent"] },
+        { direction: "inbound", stored: ["delivered"], shown: ["delivered"] },
+      ] as const;
+      for (const c of cases) {
+        const createdAt = instant(20);
+        const id = await insertMessage(ws.id, main, { createdAt, direction: c.direction, status: c.stored.at(-1)! });
+        try {
+          await db().query(
+            `INSERT INTO message_timeline (message_id, status, at) SELECT $1, s, $3::timestamptz FROM unnest($2::text[]) AS s`,
+            [id, c.stored, createdAt],
+          );
+          const m = await expectOk(reader.client.messages.get({ params: { id } }));
+          expect(m.timeline.map((t) => t.status), c.stored.join()).to.deep.equal(c.shown);
+          expect(m.timeline[0]!.at).to.equal(m.created_at);
+        } finally {
+          await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
+        }
+      }
+    });
+
     it("answers 404 not_found for an unknown id", async () => {
       const res = await reader.client.messages.get({ params: { id: "msg_00000000000000000000000000" } });
       expect(res.status).to.equal(404);

@@ -49,6 +49,8 @@ describe("sending messages", () => {
     const steps = read.timeline.map((t) => t.status);
     for (const s of ["accepted", "queued", "submitting", "submitted", "sent", "delivered", "read"]) expect(steps).to.include(s);
     expect(steps.indexOf("accepted")).to.be.lessThan(steps.indexOf("queued"));
+    expect(steps.filter((s) => s === "accepted")).to.have.length(1);
+    expect(read.timeline[0]).to.include({ status: "accepted", at: read.created_at });
     expect(read.provider_message_id).to.be.a("string");
     expect(await received(to)).to.have.length(1);
   });

@@ -82,6 +82,18 @@ export async function listMessages(db: DataSource, key: Buffer, workspaceId: str
   return { data: pageRows.map(rowView), next_cursor: nextCursor };
 }
 
+/**
+ * The statuses a message accepted over the API (or fired by a schedule) is written with. Its
+ * `accepted` entry is its row's created_at and is not written a second time (docs/decisions.md,
+ * "Acceptance is the message's row"): a timeline whose first stored entry is one of these begins
+ * with it. Every other first entry is the whole story: `scheduled` (a deferred send, which is
+ * never `accepted`), `sent` (written on the linked phone), `delivered` (inbound), or `accepted`
+ * itself (stored by earlier versions).
+ */
+const ACCEPTED_AS: readonly string[] = ["queued", "failed"];
+
+type StoredEntry = { status: MessageWithTimeline["status"]; at: Date; detail: string | null };
+
 /** One message of the workspace with its timeline, oldest entry first; 404 otherwise. */
 export async function getMessage(db: DataSource, workspaceId: string, id: string): Promise<MessageWithTimeline> {
   const [row]: Record<string, unknown>[] = await db.query(
@@ -90,10 +102,9 @@ export async function getMessage(db: DataSource, workspaceId: string, id: string
     [id, workspaceId],
   );
   if (!row) throw ApiError.notFound("message");
-  const timeline: { status: MessageWithTimeline["status"]; at: Date; detail: string | null }[] = await db.query(
-    `SELECT status, at, detail FROM message_timeline WHERE message_id = $1 ORDER BY id`,
-    [id],
-  );
+  const stored: StoredEntry[] = await db.query(`SELECT status, at, detail FROM message_timeline WHERE message_id = $1 ORDER BY id`, [id]);
+  const accepted = row.direction === "outbound" && ACCEPTED_AS.includes(stored[0]?.status ?? "");
+  const timeline = accepted ? [{ status: "accepted", at: row.created_at as Date, detail: null } satisfies StoredEntry, ...stored] : stored;
   return { ...rowView(row), timeline: timeline.map(timelineView) };
 }
 

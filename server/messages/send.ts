@@ -91,7 +91,6 @@ export class MessageSender {
         sendAt: message.sendAt,
         timezone: message.timezone,
         createdAt: message.createdAt,
-        timeline: draft.timeline,
         idempotencyKey: key,
         fingerprint,
         view: JSON.stringify(view),

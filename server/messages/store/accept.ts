@@ -1,4 +1,4 @@
-// Writing accepted messages. An accepted message is written with its first timeline entries, its
+// Writing accepted messages. An accepted message is written with its first timeline entry, its
 // hand-off row (when queued), its event and its usage count, all in one statement: ACCEPTED_WRITES
 // is that statement's tail, shared by the send path (SEND_SQL: with the send rules and the
 // Idempotency-Key record as its guard) and by schedule firing (ACCEPT_MANY_SQL: inside the fire's
@@ -24,13 +24,6 @@ export function isDeferred(sendAt: string | undefined): boolean {
   return sendAt !== undefined && Date.parse(sendAt) - Date.now() >= SCHEDULE_THRESHOLD_MS;
 }
 
-/** The first timeline entries of a message accepted with each status. */
-const FIRST_TIMELINE: Partial<Record<MessageStatus, readonly MessageStatus[]>> = {
-  queued: ["accepted", "queued"],
-  scheduled: ["scheduled"],
-  failed: ["accepted", "failed"],
-};
-
 export interface AcceptInput {
   workspaceId: string;
   connection: Connection;
@@ -44,12 +37,11 @@ export interface AcceptInput {
   poll?: PollSpec | null;
 }
 
-/** An accepted message before it is written: the row, its view, its event and its first timeline entries. */
+/** An accepted message before it is written: the row, its view and its event. */
 export interface AcceptedDraft {
   message: Message;
   view: MessageView;
   event: DomainEvent | null;
-  timeline: readonly MessageStatus[];
 }
 
 export function acceptedDraft(input: AcceptInput): AcceptedDraft {
@@ -86,17 +78,19 @@ export function acceptedDraft(input: AcceptInput): AcceptedDraft {
   const view = messageView(message, connection.slug);
   const eventType = failure ? "message.failed" : deferred ? null : "message.queued";
   const event = eventType ? buildEvent({ workspaceId: input.workspaceId, type: eventType, connection, data: view }, now) : null;
-  return { message, view, event, timeline: FIRST_TIMELINE[status]! };
+  return { message, view, event };
 }
 
 /**
  * The writes of accepted messages, as CTE members over `go` (one row per message: n, id,
  * workspace_id, connection_id, status, recipient, sender, body, media, location, context,
  * metadata, context_sensitivity, send_at, timezone, schedule_id, created_at, error_code,
- * error_message, timeline (comma-separated statuses), event_id, event_type, payload, reply_to, poll). `shard` is
- * the parameter of the usage shard every message of the statement counts on: one usage row per
- * workspace, taken in workspace order, so two statements cannot deadlock on them. A failed
- * message's last timeline entry carries its reason; the event's `from` is the number it is sent from.
+ * error_message, event_id, event_type, payload, reply_to, poll). `shard` is the parameter of the
+ * usage shard every message of the statement counts on: one usage row per workspace, taken in
+ * workspace order, so two statements cannot deadlock on them. The timeline's first entry is the
+ * message's status (`accepted` is not written: it is the row's created_at, ACCEPTED_AS in
+ * reads.ts); a failed message's entry carries its reason. The event's `from` is the number it is
+ * sent from.
  * A deferred send's release job goes to the job outbox in the same statement.
  */
 function acceptedWrites(shard: string): string {
@@ -110,9 +104,7 @@ function acceptedWrites(shard: string): string {
       FROM go
   ), t AS (
     INSERT INTO message_timeline (message_id, status, at, detail)
-    SELECT go.id, s.status, go.created_at, CASE WHEN s.status = 'failed' THEN go.error_code || ': ' || go.error_message END
-      FROM go, unnest(string_to_array(go.timeline, ',')) WITH ORDINALITY AS s(status, k)
-     ORDER BY go.n, s.k
+    SELECT id, status, created_at, CASE WHEN status = 'failed' THEN error_code || ': ' || error_message END FROM go ORDER BY n
   ), d AS (
     INSERT INTO dispatch_queue (message_id, connection_id, available_at) SELECT id, connection_id, created_at FROM go WHERE status = 'queued'
   ), u AS (
@@ -132,11 +124,11 @@ function acceptedWrites(shard: string): string {
 const ACCEPT_MANY_SQL = `WITH go AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[],
                          $10::jsonb[], $11::jsonb[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[],
-                         $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::jsonb[], $24::text[], $25::jsonb[])
+                         $17::text[], $18::text[], $19::text[], $20::text[], $21::jsonb[], $23::text[], $24::jsonb[])
       WITH ORDINALITY AS go(id, workspace_id, connection_id, status, recipient, sender, body, media, location, context, metadata,
-                            context_sensitivity, send_at, timezone, schedule_id, created_at, error_code, error_message, timeline,
+                            context_sensitivity, send_at, timezone, schedule_id, created_at, error_code, error_message,
                             event_id, event_type, payload, reply_to, poll, n)
-  ), ${acceptedWrites("$23")}
+  ), ${acceptedWrites("$22")}
   SELECT 1`;
 
 /**
@@ -153,7 +145,7 @@ export async function acceptMany(em: EntityManager, inputs: AcceptInput[], shard
     col((_, x) => x.id), col((_, x) => x.workspaceId), col((_, x) => x.connectionId), col((_, x) => x.status), col((_, x) => JSON.stringify(x.recipient)),
     col((_, x) => x.sender), col((_, x) => x.body), col((_, x) => json(x.media)), col((_, x) => json(x.location)), col((_, x) => json(x.context)),
     col((_, x) => json(x.metadata)), col((_, x) => x.contextSensitivity), col((_, x) => x.sendAt), col((_, x) => x.timezone), col((_, x) => x.scheduleId),
-    col((_, x) => x.createdAt), col((_, x) => x.errorCode), col((_, x) => x.errorMessage), col((d) => d.timeline.join(",")),
+    col((_, x) => x.createdAt), col((_, x) => x.errorCode), col((_, x) => x.errorMessage),
     col((d) => d.event?.id ?? null), col((d) => d.event?.type ?? null), col((d) => (d.event ? JSON.stringify(d.event.payload) : null)),
     shard, col((_, x) => x.replyTo), col((_, x) => json(x.poll)),
   ]);
@@ -175,8 +167,6 @@ export interface SendInput {
   sendAt: Date | null;
   timezone: string | null;
   createdAt: Date;
-  /** Timeline statuses, in order. */
-  timeline: readonly string[];
   idempotencyKey: string | null;
   fingerprint: Buffer | null;
   /** The 202 body; `from` is filled in from the connection. */
@@ -227,7 +217,6 @@ export async function writeSends(db: DataSource, inputs: SendInput[]): Promise<S
     col((i) => i.sendAt),
     col((i) => i.timezone),
     col((i) => i.createdAt),
-    col((i) => i.timeline.join(",")),
     usageShard(),
     col((i) => i.idempotencyKey),
     col((i) => i.view),
@@ -274,7 +263,7 @@ const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTIO
 
 /**
  * The sends of a batch: parameter $k is an array with one element per send (in SendInput's
- * order), but for $15, the usage shard every send of the statement counts on.
+ * order), but for $14, the usage shard every send of the statement counts on.
  *
  * Rules, per send (the guard of `ok`; store/send-rules.ts explains a refusal afterwards): the
  * connection exists (and is connected unless the send is deferred), the plan allows it, the
@@ -287,11 +276,11 @@ const TAKEOVER = (t: string) => `(${t}.created_at < now() - interval '${RETENTIO
  */
 const SEND_SQL = `WITH x AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::jsonb[],
-                         $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::text[], $16::text[], $17::jsonb[],
-                         $18::text[], $19::bytea[], $20::boolean[], $21::boolean[], $22::int[], $23::text[], $24::text[], $25::jsonb[],
-                         $26::text[], $27::jsonb[])
+                         $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $15::text[], $16::jsonb[],
+                         $17::text[], $18::bytea[], $19::boolean[], $20::boolean[], $21::int[], $22::text[], $23::text[], $24::jsonb[],
+                         $25::text[], $26::jsonb[])
       WITH ORDINALITY AS x(id, workspace_id, status, recipient, body, media, location, context, metadata, context_sensitivity, send_at,
-                           timezone, created_at, timeline, key, view, slug, fingerprint, deferred, plan_refuses, allowance,
+                           timezone, created_at, key, view, slug, fingerprint, deferred, plan_refuses, allowance,
                            event_id, event_type, payload, reply_to, poll, n)
   ), c AS (
     SELECT x.n, conn.id, conn.state, conn.phone
@@ -324,9 +313,9 @@ const SEND_SQL = `WITH x AS (
   ), go AS (
     SELECT ok.n, ok.id, ok.workspace_id, ok.connection_id, ok.status, ok.recipient, ok.phone AS sender, ok.body, ok.media, ok.location,
            ok.context, ok.metadata, ok.context_sensitivity, ok.send_at, ok.timezone, NULL::text AS schedule_id, ok.created_at,
-           NULL::text AS error_code, NULL::text AS error_message, ok.timeline, ok.event_id, ok.event_type, ok.payload, ok.reply_to, ok.poll
+           NULL::text AS error_code, NULL::text AS error_message, ok.event_id, ok.event_type, ok.payload, ok.reply_to, ok.poll
       FROM ok WHERE ok.key IS NULL OR EXISTS (SELECT 1 FROM i WHERE i.workspace_id = ok.workspace_id AND i.key = ok.key)
-  ), ${acceptedWrites("$15")}
+  ), ${acceptedWrites("$14")}
   SELECT x.n, lock.taken, EXISTS (SELECT 1 FROM go WHERE go.n = x.n) AS accepted, used.used,
          COALESCE(prior.blocks, false) AS prior_blocks, prior.fingerprint AS prior_fingerprint,
          prior.response_status AS prior_status, prior.response_body AS prior_body,
