@@ -152,11 +152,13 @@ describe("Baileys sessions across gateway processes", function () {
 
   it("hands a message off on a process that does not hold the socket to the holder, which writes it once", async () => {
     const log = join(mkdtempSync(join(tmpdir(), "svc-standin-")), "log");
-    // Leases of 8 s: with 4 s, a renewal late on the loaded embedded database in CI let the other process take the socket.
-    const holder = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "8", DISPATCHER: "off" });
+    // Leases of 20 s. A holder that has not renewed for half a lease closes its socket (the
+    // watchdog), and the other process may then take it: on the loaded embedded database in CI a
+    // renewal came late with 4 s, and again with 8 s (the holder closed its socket twice in 15 s).
+    const holder = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "20", DISPATCHER: "off" });
     children.push(holder);
     await waitFor(async () => entries(log, connectionId).filter((e) => e.event === "open" && e.pid === holder.process.pid), (o) => o.length > 0, 40_000);
-    const dispatcher = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "8" });
+    const dispatcher = await startChildGateway({ STAND_IN_LOG: log, BAILEYS_LEASE_SECONDS: "20" });
     children.push(dispatcher);
     const sent = await expectOk(client.messages.send({ body: { connection: slug, to: uniquePhone("+1551"), body: "through the holder" } }));
     const expected = networkMessageId(testEnv().gateway.ctx.config.secretKey, sent.id);
