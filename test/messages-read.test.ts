@@ -5,8 +5,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
-import { constants, PerformanceObserver } from "node:perf_hooks";
-import { getHeapSpaceStatistics } from "node:v8";
+import { GCProfiler, getHeapSpaceStatistics, setFlagsFromString, type HeapSpaceStatistics } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import { expectOk, listAllMessages, paginate } from "../sdk/src/index.js";
@@ -789,65 +789,58 @@ describe("reading messages", () => {
     });
 
     it("leaves V8's old generation nearly where it was: per 300,000 rows exported, under 30 MB promoted by COPY, 60 MB on the embedded database (rows as objects through csv-stringify: ~200 MB)", async function () {
-      // 300,000 rows on the embedded database, hosted by this process: over 120 s in a loaded CI run.
-      this.timeout(300_000);
+      // 300,000 rows on the embedded database, hosted by this process: ~30 s on one loaded core.
+      this.timeout(120_000);
       // What an export leaves in the old generation stays there, as garbage, until the next full
       // collection, which in a gateway of this size comes only after tens of MB: that was the
-      // export's growth (docs/performance.md, Export). Measured between full collections: an export
-      // during which one ran is not counted (it would hide growth, never invent it). The gateway's
-      // own loops run in this process too and promote a little meanwhile: measured here 1.2-3.0 MB
-      // by COPY, 9-21 MB by rows (the embedded database's path), 201 MB with rows as objects
-      // through csv-stringify.
-      const oldGeneration = () =>
-        getHeapSpaceStatistics()
-          .filter((s) => s.space_name === "old_space" || s.space_name === "large_object_space")
-          .reduce((sum, s) => sum + s.space_used_size, 0);
-      let fullCollections = 0;
-      const observer = new PerformanceObserver((list) => {
-        for (const entry of list.getEntries()) if ((entry as { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MINOR) fullCollections++;
-      });
-      observer.observe({ entryTypes: ["gc"] });
-      let rows = 0;
+      // export's growth (docs/performance.md, Export). Each run starts from a full collection, so
+      // that the old generation holds no garbage from before it; what a full collection frees
+      // during the run was promoted during the run, and counts (on a loaded machine most runs see
+      // one: skipping those, as this test did, left too few runs within its time). The gateway's
+      // own loops run in this process too and promote a little meanwhile. Measured here: 1.1 MB by
+      // COPY, 13-44 MB by rows (the embedded database's path), 105 MB by COPY when the test's sink
+      // holds each run's lines as objects, 201 MB with rows as objects through csv-stringify.
+      const isOld = (space: string) => space === "old_space" || space === "large_object_space";
+      const oldGeneration = () => getHeapSpaceStatistics().reduce((sum, s) => sum + (isOld(s.space_name) ? s.space_used_size : 0), 0);
+      const oldGenerationIn = (spaces: HeapSpaceStatistics[]) => spaces.reduce((sum, s) => sum + (isOld(s.spaceName) ? s.spaceUsedSize : 0), 0);
+      // V8's gc(), reached the way Jest's leak detector reaches it: the flag set at run time, the
+      // function read in a context made after it.
+      setFlagsFromString("--expose-gc");
+      const collectGarbage = runInNewContext("gc") as () => void;
       let grown = 0;
-      try {
-        // Up to twice the runs needed: on the embedded database (in this process) full collections come often.
-        for (let run = 0; run < 60 && rows < 300_000; run++) {
-          const before = oldGeneration();
-          const collectionsBefore = fullCollections;
-          const csv = await openMessagesCsv(db(), big.id, { days: 1 });
-          let lines = 0;
-          // Piped, as the response is: written Buffers go back to the export's pool.
-          await new Promise((resolve, reject) => {
-            // Text (the rows path) stays text, as on the way to a socket.
-            const sink = new Writable({
-              decodeStrings: false,
-              write(chunk: Buffer | string, _encoding, done) {
-                const lf = typeof chunk === "string" ? "\n" : 10;
-                for (let i = chunk.indexOf(lf as never); i !== -1; i = chunk.indexOf(lf as never, i + 1)) lines++;
-                done();
-              },
-            });
-            sink.once("finish", resolve);
-            csv.once("error", reject);
-            csv.pipe(sink);
+      for (let run = 0; run < 300_000 / ROWS; run++) {
+        collectGarbage();
+        const profiler = new GCProfiler();
+        profiler.start();
+        const before = oldGeneration();
+        const csv = await openMessagesCsv(db(), big.id, { days: 1 });
+        let lines = 0;
+        // Piped, as the response is: written Buffers go back to the export's pool.
+        await new Promise((resolve, reject) => {
+          // Text (the rows path) stays text, as on the way to a socket.
+          const sink = new Writable({
+            decodeStrings: false,
+            write(chunk: Buffer | string, _encoding, done) {
+              const lf = typeof chunk === "string" ? "\n" : 10;
+              for (let i = chunk.indexOf(lf as never); i !== -1; i = chunk.indexOf(lf as never, i + 1)) lines++;
+              done();
+            },
           });
-          // Entries are delivered asynchronously: let the observer see a collection of this run.
-          await new Promise((r) => setImmediate(r));
-          expect(lines).to.equal(ROWS + 1);
-          if (fullCollections !== collectionsBefore) continue;
-          rows += ROWS;
-          grown += oldGeneration() - before;
-        }
-      } finally {
-        observer.disconnect();
+          sink.once("finish", resolve);
+          csv.once("error", reject);
+          csv.pipe(sink);
+        });
+        const after = oldGeneration();
+        const freed = profiler
+          .stop()
+          .statistics.reduce((sum, gc) => sum + Math.max(0, oldGenerationIn(gc.beforeGC.heapSpaceStatistics) - oldGenerationIn(gc.afterGC.heapSpaceStatistics)), 0);
+        expect(lines).to.equal(ROWS + 1);
+        grown += after - before + freed;
       }
-      // On a loaded machine the embedded database's own collections cut most runs (8 of 60 were
-      // whole in one CI run pinned to one core): half the rows still tell 60 MB from ~200 MB.
-      expect(rows, "too many runs were cut by a full collection").to.be.at.least(150_000);
       // COPY (PostgreSQL) allocates nothing per row; the rows path (the embedded database, whose
       // engine shares this heap) promoted ~25 MB in batches of 2,000, 77-91 MB in batches of 5,000.
-      const limitMb = ((testEnv().gateway.database.sharedSession ? 60 : 30) * rows) / 300_000;
-      expect(grown / 1e6, `MB promoted to the old generation by ${rows} rows`).to.be.lessThan(limitMb);
+      const limitMb = testEnv().gateway.database.sharedSession ? 60 : 30;
+      expect(grown / 1e6, "MB promoted to the old generation by 300,000 rows").to.be.lessThan(limitMb);
     });
 
     it("stops querying once the stream is destroyed", async () => {
