@@ -34,6 +34,7 @@ import { SandboxReceipts1732261800000 } from "./migrations/1732261800000-sandbox
 import { SchedulesNotify1732261900000 } from "./migrations/1732261900000-schedules-notify.js";
 import { BaileysProcesses1732262000000 } from "./migrations/1732262000000-baileys-processes.js";
 import { HandoffNotify1732262100000 } from "./migrations/1732262100000-handoff-notify.js";
+import { MessagesFillfactor1732262200000 } from "./migrations/1732262200000-messages-fillfactor.js";
 
 export const ENTITIES = [
   Plan,
@@ -76,4 +77,5 @@ export const MIGRATIONS = [
   SchedulesNotify1732261900000,
   BaileysProcesses1732262000000,
   HandoffNotify1732262100000,
+  MessagesFillfactor1732262200000,
 ];
