@@ -13,7 +13,7 @@ const { readdirSync } = require("node:fs");
 /** Database-independent, package and browser suites: the same result on either database. */
 const ONCE = [
   // pure code, or loopback servers of their own
-  "address-policy", "ai-vendors", "char-limits", "cursor", "foreground", "ids", "json-body.property", "message-rules", "openapi",
+  "address-policy", "ai-vendors", "char-limits", "cursor", "embedded-session", "foreground", "ids", "json-body.property", "message-rules", "openapi",
   "recurrence", "recurrence.property", "safe-request", "sdk-client", "sdk-webhooks", "web-format",
   // the packages and the README's code; `npm start`, DATA_DIR and the CLI on the embedded database
   // whatever the run's

@@ -97,9 +97,7 @@ describe("sends sharing a statement", () => {
   });
 
   it("answers the sends of a shared statement whose answer was lost from what it wrote, each once", async function () {
-    // Cut through a TCP proxy, recognised by its prepared statement's name: PostgreSQL only (the
-    // embedded database runs no prepared statements, server/db/prepared.ts).
-    if (testEnv().gateway.database.embedded) this.skip();
+    // Cut through a TCP proxy, recognised by its prepared statement's name.
     const ws = await newWorkspace();
     const c = await connected(ws);
     const proxy = await TcpProxy.inFrontOf(testEnv().databaseUrl);

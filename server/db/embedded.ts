@@ -7,6 +7,8 @@
 // queries ("bind message supplies 1 parameters, but prepared statement requires 11", wrong rows).
 // `SessionQueue` below gives one client the backend from its first message until its exchange is
 // complete (Sync or a simple Query answered outside a transaction), and serves the others after.
+// Named prepared statements belong to the session too: `StatementNames` gives each client's names
+// a prefix of its own on the way in, so that each client sees them as in a session of its own.
 import { existsSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
@@ -35,18 +37,81 @@ interface Pending {
 const SYNC = 0x53; // 'S'
 const QUERY = 0x51; // 'Q'
 const TERMINATE = 0x58; // 'X'
+const PARSE = 0x50; // 'P'
+const BIND = 0x42; // 'B'
+const DESCRIBE = 0x44; // 'D'
+const CLOSE = 0x43; // 'C'
+const STATEMENT = 0x53; // 'S', what a Describe or Close names (else 'P', a portal)
+
+/** The offset just past the NUL that ends the C string at `from`. */
+function endOfString(message: Uint8Array, from: number): number {
+  const nul = message.indexOf(0, from);
+  if (nul < 0) throw new Error("malformed protocol message: unterminated string");
+  return nul + 1;
+}
+
+/** A simple Query message. */
+function queryMessage(sql: string): Uint8Array {
+  const text = Buffer.from(`${sql}\0`, "utf8");
+  const message = Buffer.alloc(5 + text.length);
+  message[0] = QUERY;
+  message.writeInt32BE(4 + text.length, 1);
+  text.copy(message, 5);
+  return message;
+}
+
+/**
+ * A prepared statement's name is the session's, and every client shares this one: two clients
+ * preparing one name would collide ("prepared statement already exists") and one client's Close
+ * would drop another's statement. Each client's statement names get the prefix `c<client>.` in
+ * its Parse, Bind, Describe and Close messages, and what a client prepared is dropped when it goes.
+ */
+export class StatementNames {
+  private readonly prepared = new Map<number, Set<string>>();
+
+  /** The message with its statement name, if it names one, made the client's own. */
+  rename(handlerId: number, message: Uint8Array): Uint8Array {
+    let at: number;
+    if (message[0] === PARSE) at = 5;
+    else if (message[0] === BIND) at = endOfString(message, 5); // after the portal's name
+    else if ((message[0] === DESCRIBE || message[0] === CLOSE) && message[5] === STATEMENT) at = 6;
+    else return message;
+    const end = endOfString(message, at);
+    if (end - at === 1) return message; // the unnamed statement lives until the next Parse
+    const name = `c${handlerId}.${Buffer.from(message.subarray(at, end - 1)).toString("utf8")}`;
+    if (message[0] === PARSE) this.namesOf(handlerId).add(name);
+    else if (message[0] === CLOSE) this.prepared.get(handlerId)?.delete(name);
+    const renamed = Buffer.concat([message.subarray(0, at), Buffer.from(name, "utf8"), message.subarray(end - 1)]);
+    renamed.writeInt32BE(renamed.length - 1, 1);
+    return renamed;
+  }
+
+  /** The session's names of what the client prepared, forgotten. */
+  forget(handlerId: number): string[] {
+    const names = [...(this.prepared.get(handlerId) ?? [])];
+    this.prepared.delete(handlerId);
+    return names;
+  }
+
+  private namesOf(handlerId: number): Set<string> {
+    let names = this.prepared.get(handlerId);
+    if (!names) this.prepared.set(handlerId, (names = new Set()));
+    return names;
+  }
+}
 
 /** A queue with the interface PGLiteSocketHandler expects, holding the backend per exchange. */
 class SessionQueue {
   private readonly queue: Pending[] = [];
   private owner: number | null = null;
   private processing = false;
+  private readonly statements = new StatementNames();
 
   constructor(private readonly db: PGlite) {}
 
   enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ handlerId, message, onData, resolve, reject });
+      this.queue.push({ handlerId, message: this.statements.rename(handlerId, message), onData, resolve, reject });
       void this.process();
     });
   }
@@ -57,10 +122,16 @@ class SessionQueue {
     }
   }
 
+  /** Called as a client goes, after clearQueueForHandler: its transaction rolled back, its statements dropped. */
   async clearTransactionIfNeeded(handlerId: number): Promise<void> {
-    if (this.owner !== handlerId) return;
-    if (this.db.isInTransaction()) await this.db.exec("ROLLBACK");
-    this.owner = null;
+    if (this.owner === handlerId) {
+      if (this.db.isInTransaction()) await this.db.exec("ROLLBACK");
+      this.owner = null;
+    }
+    // Queued behind what other clients have begun; nobody reads the answers.
+    for (const name of this.statements.forget(handlerId)) {
+      this.enqueue(handlerId, queryMessage(`DEALLOCATE "${name.replaceAll('"', '""')}"`), () => {}).catch(() => {});
+    }
     void this.process();
   }
 

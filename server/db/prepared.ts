@@ -1,14 +1,11 @@
 // Named prepared statements for the hot paths (authentication, accepting messages).
 // PostgreSQL plans a named statement once per connection instead of on every call; for the joins
 // and multi-CTE statements of these paths that is most of their cost (measured: the API-key
-// lookup goes from ~1,200 to ~8,700 a second at 50 concurrent callers).
-//
-// Not on the embedded database: its one backend session is shared by every client connection,
-// and a name prepared through one connection would collide with the same name from another.
+// lookup goes from ~1,200 to ~8,700 a second at 50 concurrent callers). The embedded database's
+// one session keeps each client connection's statement names apart (embedded.ts, StatementNames).
 import type { DataSource } from "typeorm";
 import type { PostgresDriver } from "typeorm/driver/postgres/PostgresDriver.js";
 import type { Pool } from "pg";
-import { rows } from "./rows.js";
 
 const sharedSession = new WeakSet<DataSource>();
 
@@ -29,7 +26,6 @@ export async function prepared<T = Record<string, unknown>>(
   text: string,
   params: unknown[],
 ): Promise<T[]> {
-  if (sharedSession.has(db)) return rows<T>(db, text, params);
   const pool = (db.driver as PostgresDriver).master as Pool;
   const result = await pool.query({ name, text, values: params });
   return result.rows as T[];
