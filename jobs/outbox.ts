@@ -3,8 +3,8 @@
 // processes share the rows and a relay that died gives its rows back), saves each as a job whose
 // unique key is the row's id (a row relayed twice, after a crash between the save and the delete,
 // is one job), then deletes the batch. It is woken by NOTIFY svc_jobs, which every insert into the
-// outbox sends on commit, and polls besides: every 10 s with LISTEN up, every 500 ms without
-// (the embedded database has no LISTEN; server/polling-loop.ts).
+// outbox sends on commit, and polls besides: every 10 s with LISTEN up, every 500 ms while it is
+// down (server/polling-loop.ts).
 import type { DataSource } from "typeorm";
 import type { DatabaseListener } from "../server/db/listener.js";
 import { rows } from "../server/db/rows.js";

@@ -10,7 +10,7 @@ import type { Logger } from "../server/logger.js";
 
 export interface JobRunnerOptions {
   databaseUrl: string;
-  /** The embedded database cannot carry LISTEN/NOTIFY, so Agenda polls there. */
+  /** Agenda's own LISTEN is not used on the embedded database: Agenda polls there. */
   embedded: boolean;
   mongoUrl?: string | undefined;
   logger: Logger;

@@ -84,9 +84,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     void mailer.checkReachable();
     const engines = new EngineRegistry();
     const db = database.dataSource;
-    // The embedded database cannot LISTEN (nor another process's, reached by URL): keys are looked
-    // up on every request there, and the loops woken by notifications poll.
-    const listener = new DatabaseListener(database.sharedSession ? null : database.url, logger);
+    const listener = new DatabaseListener(database.url, logger);
     metrics.countConnectionsWith(() => rows(db, `SELECT transport AS engine, state, count(*)::int AS n FROM connections WHERE deleted_at IS NULL GROUP BY 1, 2`));
     // Engines report through it, so inbound messages start AI runs whatever engine received them.
     const providerCallbacks = createProviderCallbacks({ db, config });
@@ -109,7 +107,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         pace: config.baileys.pace,
       }),
     );
-    const keyCache = new ApiKeyCache(database.sharedSession ? null : listener);
+    const keyCache = new ApiKeyCache(listener);
     const eventFeed = new EventFeed(database.dataSource);
     composed = compose({ config, db: database.dataSource, logger, mailer, metrics, jobs, engines, keyCache, listener, eventFeed }, providerCallbacks);
     const started = composed.parts;

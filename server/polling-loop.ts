@@ -6,7 +6,7 @@
 // to MAX_BACKOFF_MS) so that an outage is not hammered, and the loop resumes by itself after it.
 // A loop `notifiedBy` a channel is woken by every NOTIFY on it (work committed by any process):
 // while the LISTEN connection is up its poll is only the fallback (NOTIFIED_IDLE_MS), and while
-// it is down (or on the embedded database, which has no LISTEN) it polls every `idleMs`. A
+// it is down it polls every `idleMs`. A
 // notified loop whose rows fall due later than they are written (a retry's backoff, a report's
 // delay) says when with `dueIn`: after a turn that found nothing it sleeps until then.
 import { backoffMs } from "./backoff.js";

@@ -1,5 +1,6 @@
 // The embedded database is one PostgreSQL session shared by every client connection: what a
-// client prepares by name must stay its own, as it would in a session of its own.
+// client prepares by name must stay its own, and a notification must reach the clients listening
+// for it, as in sessions of their own.
 import { expect } from "chai";
 import pg from "pg";
 import { startEmbeddedPostgres, StatementNames, type EmbeddedPostgres } from "../server/db/embedded.js";
@@ -86,6 +87,47 @@ describe("the embedded database's shared session", () => {
         await waitFor(() => prepared(observer), (names) => names.filter((n) => !before.includes(n)).length === 0, 10_000);
       } finally {
         for (const c of [a, b, observer]) await c.end().catch(() => {});
+      }
+    });
+
+    it("hands each notification to the clients listening on its channel, not to the one that committed it", async () => {
+      const [a, b, writer] = [new pg.Client(server.url), new pg.Client(server.url), new pg.Client(server.url)];
+      for (const c of [a, b, writer]) await c.connect();
+      const got = new Map<pg.Client, string[]>([a, b, writer].map((c) => [c, []]));
+      for (const c of [a, b, writer]) c.on("notification", (n) => got.get(c)!.push(`${n.channel}:${n.payload}`));
+      const heard = (c: pg.Client) => got.get(c)!;
+      try {
+        await a.query("LISTEN svc_one");
+        await b.query("LISTEN svc_one");
+        await b.query('LISTEN "Svc_Two"');
+        await writer.query("SELECT pg_notify('svc_one', 'first')");
+        await writer.query(`BEGIN; SELECT pg_notify('Svc_Two', 'in a transaction'); COMMIT`);
+        await writer.query("SELECT pg_notify('svc_three', 'nobody listens')");
+        await waitFor(async () => [heard(a).length, heard(b).length], ([x, y]) => x === 1 && y === 2, 10_000);
+        expect(heard(a)).to.deep.equal(["svc_one:first"]);
+        expect(heard(b)).to.deep.equal(["svc_one:first", "Svc_Two:in a transaction"]);
+        // One client's UNLISTEN leaves the other listening.
+        await a.query("UNLISTEN svc_one");
+        await writer.query("SELECT pg_notify('svc_one', 'second')");
+        await waitFor(async () => heard(b).length, (n) => n === 3, 10_000);
+        // A client that goes leaves the session listening for the next one.
+        await b.end();
+        const c = new pg.Client(server.url);
+        await c.connect();
+        const cHeard: string[] = [];
+        c.on("notification", (n) => cHeard.push(`${n.channel}:${n.payload}`));
+        try {
+          await c.query("LISTEN svc_one");
+          await writer.query("SELECT pg_notify('svc_one', 'third')");
+          await waitFor(async () => cHeard.length, (n) => n === 1, 10_000);
+          expect(cHeard).to.deep.equal(["svc_one:third"]);
+        } finally {
+          await c.end();
+        }
+        expect(heard(a), "a stopped listening").to.deep.equal(["svc_one:first"]);
+        expect(heard(writer), "the committing client hears nothing it did not listen for").to.deep.equal([]);
+      } finally {
+        for (const c of [a, b, writer]) await c.end().catch(() => {});
       }
     });
   });

@@ -10,7 +10,7 @@
 // The cache is only used while the LISTEN connection is up: when it drops, the cache is emptied
 // and bypassed until it is back. Entries also expire after a minute, and a lookup that raced an
 // invalidation is not stored (the generation check). Only keys that resolved are cached; an
-// unknown key always reaches the database. Not used on the embedded database (no LISTEN there).
+// unknown key always reaches the database.
 import type { DatabaseListener } from "../db/listener.js";
 import type { ApiKeyPrincipal } from "../http/principal.js";
 
@@ -23,7 +23,7 @@ export class ApiKeyCache {
   private readonly entries = new Map<string, { principal: ApiKeyPrincipal; until: number }>();
   private generation = 0;
 
-  /** `listener` null disables the cache (the embedded database cannot LISTEN). */
+  /** `listener` null disables the cache. */
   constructor(private readonly listener: DatabaseListener | null) {
     listener?.on(AUTH_CHANGED_CHANNEL, () => this.invalidate());
     listener?.onDown(() => this.invalidate());

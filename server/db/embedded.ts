@@ -9,6 +9,8 @@
 // complete (Sync or a simple Query answered outside a transaction), and serves the others after.
 // Named prepared statements belong to the session too: `StatementNames` gives each client's names
 // a prefix of its own on the way in, so that each client sees them as in a session of its own.
+// So does LISTEN: `Notifications` takes each notification out of the answers of the client whose
+// exchange committed it and writes it to the clients that listen on its channel.
 import { existsSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
@@ -18,8 +20,11 @@ import { ensurePrivateDir, ownerOnlyUmask, restrictTree } from "../data-dir.js";
 import type { Logger } from "../logger.js";
 import { initialFiles } from "./embedded-template.js";
 
-/** Connections are multiplexed onto one backend and cheap; headroom lets a second process share it. */
-export const EMBEDDED_MAX_CONNECTIONS = 48;
+/**
+ * Connections are multiplexed onto one backend and cheap. A process opens up to 13 (its pool's 8,
+ * Agenda's 4, its LISTEN connection): headroom lets a few other processes share it.
+ */
+export const EMBEDDED_MAX_CONNECTIONS = 64;
 
 export interface EmbeddedPostgres {
   url: string;
@@ -42,6 +47,8 @@ const BIND = 0x42; // 'B'
 const DESCRIBE = 0x44; // 'D'
 const CLOSE = 0x43; // 'C'
 const STATEMENT = 0x53; // 'S', what a Describe or Close names (else 'P', a portal)
+
+const NOTIFICATION = 0x41; // 'A', in the backend's answers
 
 /** The offset just past the NUL that ends the C string at `from`. */
 function endOfString(message: Uint8Array, from: number): number {
@@ -100,18 +107,99 @@ export class StatementNames {
   }
 }
 
+/** A channel as LISTEN names it: a quoted identifier keeps its case, an unquoted one is folded. */
+function channelOf(identifier: string): string {
+  return identifier.startsWith('"') ? identifier.slice(1, -1).replaceAll('""', '"') : identifier.toLowerCase();
+}
+
+const LISTEN_COMMAND = /^\s*(LISTEN|UNLISTEN)\s+("(?:[^"]|"")+"|[^\s;"]+)\s*;?\s*$/i;
+
+/**
+ * LISTEN in the shared session. The session listens on a channel once any client has asked, and
+ * PostgreSQL hands each notification to the session's one client: here, whichever client's
+ * exchange committed it. It is taken out of that client's answers and written to every client
+ * listening on its channel. A client's UNLISTEN runs only when no other client still listens on
+ * the channel; a client that goes stops listening, and the session keeps listening for the next.
+ */
+export class Notifications {
+  /** Per channel, the clients listening on it and how to write to each. */
+  private readonly listeners = new Map<string, Map<number, (data: Uint8Array) => void>>();
+  /** The channels the session listens on. */
+  private readonly session = new Set<string>();
+
+  /** A client's message, its LISTEN or UNLISTEN recorded; what to run instead. */
+  observe(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Uint8Array {
+    if (message[0] !== QUERY) return message;
+    const command = LISTEN_COMMAND.exec(Buffer.from(message.subarray(5, message.length - 1)).toString("utf8"));
+    if (!command) return message;
+    const channel = command[2] === "*" ? "*" : channelOf(command[2]!);
+    if (command[1]!.toUpperCase() === "LISTEN") {
+      let clients = this.listeners.get(channel);
+      if (!clients) this.listeners.set(channel, (clients = new Map()));
+      clients.set(handlerId, onData);
+      this.session.add(channel);
+      return message;
+    }
+    const channels = channel === "*" ? [...this.listeners.keys()] : [channel];
+    for (const c of channels) this.stop(handlerId, c);
+    // Another client still listens: the session goes on listening, and the client gets an empty answer.
+    if (channels.some((c) => this.listeners.has(c))) return queryMessage("");
+    for (const c of channels) this.session.delete(c);
+    if (channel === "*") this.session.clear();
+    return message;
+  }
+
+  /** Whether answers may hold notifications. */
+  get active(): boolean {
+    return this.session.size > 0;
+  }
+
+  /** `answers` (whole protocol messages) without their notifications, each written to its channel's clients. */
+  route(answers: Buffer): Buffer {
+    const kept: Buffer[] = [];
+    let from = 0;
+    for (let at = 0; at + 5 <= answers.length; ) {
+      const end = at + 1 + answers.readInt32BE(at + 1);
+      if (answers[at] === NOTIFICATION) {
+        kept.push(answers.subarray(from, at));
+        from = end;
+        const notification = answers.subarray(at, end);
+        const channel = notification.subarray(9, endOfString(notification, 9) - 1).toString("utf8");
+        for (const write of this.listeners.get(channel)?.values() ?? []) write(notification);
+      }
+      at = end;
+    }
+    if (from === 0) return answers;
+    kept.push(answers.subarray(from));
+    return Buffer.concat(kept);
+  }
+
+  /** The client is gone. */
+  forget(handlerId: number): void {
+    for (const channel of [...this.listeners.keys()]) this.stop(handlerId, channel);
+  }
+
+  private stop(handlerId: number, channel: string): void {
+    const clients = this.listeners.get(channel);
+    clients?.delete(handlerId);
+    if (clients?.size === 0) this.listeners.delete(channel);
+  }
+}
+
 /** A queue with the interface PGLiteSocketHandler expects, holding the backend per exchange. */
 class SessionQueue {
   private readonly queue: Pending[] = [];
   private owner: number | null = null;
   private processing = false;
   private readonly statements = new StatementNames();
+  private readonly notifications = new Notifications();
 
   constructor(private readonly db: PGlite) {}
 
   enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ handlerId, message: this.statements.rename(handlerId, message), onData, resolve, reject });
+      const renamed = this.notifications.observe(handlerId, this.statements.rename(handlerId, message), onData);
+      this.queue.push({ handlerId, message: renamed, onData, resolve, reject });
       void this.process();
     });
   }
@@ -128,6 +216,7 @@ class SessionQueue {
       if (this.db.isInTransaction()) await this.db.exec("ROLLBACK");
       this.owner = null;
     }
+    this.notifications.forget(handlerId);
     // Queued behind what other clients have begun; nobody reads the answers.
     for (const name of this.statements.forget(handlerId)) {
       this.enqueue(handlerId, queryMessage(`DEALLOCATE "${name.replaceAll('"', '""')}"`), () => {}).catch(() => {});
@@ -144,20 +233,30 @@ class SessionQueue {
         if (index < 0 || this.queue.length === 0) break;
         const next = this.queue.splice(index, 1)[0]!;
         let bytes = 0;
+        // While the session listens, a message's answers are held whole, for their notifications.
+        const held: Buffer[] | null = this.notifications.active ? [] : null;
+        const answer = () => {
+          if (!held?.length) return;
+          const answers = this.notifications.route(held.length === 1 ? held[0]! : Buffer.concat(held));
+          if (answers.length > 0) next.onData(answers);
+        };
         try {
           await this.db.runExclusive(() =>
             this.db.execProtocolRawStream(next.message, {
               onRawData: (data: Uint8Array) => {
                 bytes += data.length;
-                next.onData(data);
+                if (held) held.push(Buffer.from(data)); // PGlite reuses the memory it hands out
+                else next.onData(data);
               },
             }),
           );
         } catch (err) {
+          answer();
           this.owner = null;
           next.reject(err);
           continue;
         }
+        answer();
         this.owner = this.completesExchange(next.message) && !this.db.isInTransaction() ? null : next.handlerId;
         next.resolve(bytes);
       }

@@ -3,8 +3,8 @@
 // svc_events for the webhook fan-out). NOTIFY is delivered on commit, so a handler runs only for
 // committed work, in this process and in every other. The connection reconnects by itself with
 // the backoff of server/backoff.ts; while it is down, `up` is false and the users fall back on
-// what they do without it (the auth cache is bypassed, the loops poll). Not used on the embedded
-// database (no LISTEN there).
+// what they do without it (the auth cache is bypassed, the loops poll). On the embedded database
+// too: its server hands each notification to the clients listening on its channel (embedded.ts).
 import pg from "pg";
 import { backoffMs } from "../backoff.js";
 import type { Logger } from "../logger.js";
@@ -24,7 +24,7 @@ export class DatabaseListener {
   private failures = 0;
 
   constructor(
-    /** The database to LISTEN on; null: never listens (the embedded database). */
+    /** The database to LISTEN on; null: never listens (tests of what runs without it). */
     private readonly databaseUrl: string | null,
     private readonly logger: Logger,
   ) {}
@@ -43,7 +43,7 @@ export class DatabaseListener {
     this.downHandlers.push(handler);
   }
 
-  /** Whether this process listens at all (not on the embedded database). */
+  /** Whether this process listens at all. */
   get enabled(): boolean {
     return this.databaseUrl !== null;
   }

@@ -24,6 +24,7 @@ import { SendMessageBody, type Message as MessageView, type Recurrence, type Sch
 import { Connection, type StoredConnectionState } from "../connections/entities.js";
 import { buildEvent } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
+import { isSharedSession } from "../db/prepared.js";
 import { rows } from "../db/rows.js";
 import type { DatabaseListener } from "../db/listener.js";
 import type { Foreground } from "../foreground.js";
@@ -348,8 +349,8 @@ export class ScheduleFiringLoop {
     listener: DatabaseListener,
     logger: Logger,
     private readonly foreground: Foreground,
-    private readonly workers = listener.enabled ? WORKERS : 1,
-    private readonly batch = listener.enabled ? FIRE_BATCH : EMBEDDED_FIRE_BATCH,
+    private readonly workers = isSharedSession(db) ? 1 : WORKERS,
+    private readonly batch = isSharedSession(db) ? EMBEDDED_FIRE_BATCH : FIRE_BATCH,
   ) {
     this.loop = new PollingLoop({
       tick: () => this.tick(),
