@@ -210,7 +210,14 @@ const SLOW_CLOSE_MS = 2_000;
 async function closeInReverse(opened: Opened[], logger: Logger): Promise<void> {
   for (const part of [...opened].reverse()) {
     const at = Date.now();
-    await part.close();
+    // Said while it waits, too: a shutdown that never ends says what it waits on.
+    const waiting = setTimeout(() => logger.info({ part: part.name }, `shutdown: still closing the ${part.name}`), SLOW_CLOSE_MS * 5);
+    waiting.unref();
+    try {
+      await part.close();
+    } finally {
+      clearTimeout(waiting);
+    }
     const ms = Date.now() - at;
     if (ms >= SLOW_CLOSE_MS) logger.info({ part: part.name, ms }, `shutdown: closing the ${part.name} took ${ms} ms`);
   }
