@@ -130,6 +130,11 @@ export class Notifications {
   /** A client's message, its LISTEN or UNLISTEN recorded; what to run instead. */
   observe(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Uint8Array {
     if (message[0] !== QUERY) return message;
+    // Only a query that starts with L or U is read as text: every other passes as it came.
+    let first = 5;
+    while (message[first] === 0x20 || (message[first]! >= 0x09 && message[first]! <= 0x0d)) first++;
+    const letter = message[first]! | 0x20;
+    if (letter !== 0x6c && letter !== 0x75) return message;
     const command = LISTEN_COMMAND.exec(Buffer.from(message.subarray(5, message.length - 1)).toString("utf8"));
     if (!command) return message;
     const channel = command[2] === "*" ? "*" : channelOf(command[2]!);

@@ -43,11 +43,6 @@ export class DatabaseListener {
     this.downHandlers.push(handler);
   }
 
-  /** Whether this process listens at all. */
-  get enabled(): boolean {
-    return this.databaseUrl !== null;
-  }
-
   /** Whether notifications arrive now. */
   get up(): boolean {
     return this.listening;
