@@ -320,7 +320,9 @@ describe("AI runs", function () {
       await jobsLeftToChildren(async () => {
         const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
         try {
-          const [run] = await t.waitRuns(1, 30_000);
+          const [run] = await t.waitRuns(1, 30_000).catch((err: Error) => {
+            throw new Error(`${err.message}; the restarted child's last lines:\n${restarted.output().split("\n").slice(-40).join("\n")}`);
+          });
           expect(run!.outcome).to.equal("replied");
           await sleep(1_000);
           expect(await t.runs()).to.have.length(1);

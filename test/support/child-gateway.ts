@@ -61,6 +61,9 @@ export const CHILD_READY_MS = 60_000;
 /** A start or a graceful stop slower than this is reported with the child's output (the test still decides). */
 const SLOW_CHILD_MS = 15_000;
 
+/** A graceful stop still running after this is a hang: the child is killed and the stop fails with its output. */
+export const CHILD_STOP_MS = 60_000;
+
 /** Says on stderr what a child did when its start or stop took long: a loaded run's slow test shows why. */
 function slowChild(what: "start" | "stop", since: number, output: () => string): void {
   const took = Date.now() - since;
@@ -111,7 +114,14 @@ export async function startChildGateway(env: Record<string, string | undefined> 
     async terminate() {
       const stoppingAt = Date.now();
       child.kill("SIGTERM");
-      const code = await exited;
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), CHILD_STOP_MS)));
+      const code = await Promise.race([exited, hung]).finally(() => clearTimeout(timer));
+      if (code === "hung") {
+        child.kill("SIGKILL");
+        await exited;
+        throw new Error(`child gateway still stopping ${CHILD_STOP_MS / 1000} s after SIGTERM; the last lines of its output:\n${out.split("\n").slice(-60).join("\n")}`);
+      }
       slowChild("stop", stoppingAt, () => out);
       return code;
     },
