@@ -4,6 +4,9 @@
 // here by a trigger that refuses to take outbox rows (as a relay that has not run yet), so the
 // kill lands exactly between commit and enqueue; then it is let go and everything happens.
 import { expect } from "chai";
+import { randomUUID } from "node:crypto";
+import { RELAY_LEASE_MS } from "../jobs/outbox.js";
+import { enqueueJob } from "../server/db/job-outbox.js";
 import { createClient, expectOk } from "../sdk/src/index.js";
 import { testEnv } from "./setup.js";
 import { aiConnection, received, uniquePhone } from "./support/ai.js";
@@ -99,5 +102,34 @@ describe("the job outbox across SIGKILL", function () {
     ]);
     // Relayed once each: the outbox is empty of them.
     expect(await db().query(`SELECT 1 FROM job_outbox WHERE data->>'message_id' = $1 OR data->>'contact' = $2 OR data->>'delivery_id' = $3`, [deferred, contact, delivery])).to.deep.equal([]);
+  });
+
+  it("relays the rows of a relay that took them and never saved them once its lease ends, not before", async () => {
+    // The test gateway's relay takes the row and fails to save its job (a trigger refuses it, as
+    // if the process had died there): the row stays leased, and no NOTIFY says when it is free.
+    const messageId = `msg_lease_${randomUUID()}`;
+    await db().query(`CREATE FUNCTION refuse_lease_job() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF NEW.data->>'message_id' = '${messageId}' THEN RAISE EXCEPTION 'the save is refused by the test'; END IF; RETURN NEW; END $$`);
+    await db().query(`CREATE TRIGGER refuse_lease_job BEFORE INSERT ON agenda_jobs FOR EACH ROW EXECUTE FUNCTION refuse_lease_job()`);
+    let leasedAt: number;
+    try {
+      await enqueueJob(db(), "message.release", { message_id: messageId }, new Date());
+      const [leased] = await waitFor(
+        () => db().query(`SELECT (extract(epoch FROM locked_until) * 1000)::float8 - $2 AS taken_at FROM job_outbox WHERE data->>'message_id' = $1 AND locked_until IS NOT NULL`, [messageId, RELAY_LEASE_MS]) as Promise<{ taken_at: number }[]>,
+        (r) => r.length === 1,
+        10_000,
+        20,
+      );
+      leasedAt = leased!.taken_at;
+    } finally {
+      await db().query(`DROP TRIGGER refuse_lease_job ON agenda_jobs`);
+      await db().query(`DROP FUNCTION refuse_lease_job()`);
+    }
+    const relayed = () => db().query(`SELECT 1 FROM agenda_jobs WHERE data->>'message_id' = $1`, [messageId]) as Promise<unknown[]>;
+    await waitFor(relayed, (r) => r.length === 1, RELAY_LEASE_MS + 5_000, 50);
+    const [{ now }] = (await db().query(`SELECT (extract(epoch FROM now()) * 1000)::float8 AS now`)) as [{ now: number }];
+    const after = now - leasedAt;
+    expect(after, "ms from the lease to the relay").to.be.at.least(RELAY_LEASE_MS - 100).and.below(RELAY_LEASE_MS + 3_000);
+    expect(await db().query(`SELECT 1 FROM job_outbox WHERE data->>'message_id' = $1`, [messageId])).to.deep.equal([]);
   });
 });
