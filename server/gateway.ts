@@ -206,17 +206,35 @@ interface Opened {
 /** A part that takes this long to close is named in the log: a slow shutdown says what it waited on. */
 const SLOW_CLOSE_MS = 2_000;
 
+/**
+ * A shutdown still closing after this gives up waiting, with a warning that names what it left:
+ * the parts left are told to close and the stop returns (the process then exits). A stop that
+ * never ends would end in the supervisor's SIGKILL anyway, and the gateway survives that (nothing
+ * accepted is lost or doubled by it).
+ */
+const GIVE_UP_CLOSING_MS = 30_000;
+
 /** Closes `opened` last first (what was opened later may use what was opened before it). */
 async function closeInReverse(opened: Opened[], logger: Logger): Promise<void> {
-  for (const part of [...opened].reverse()) {
+  const giveUpAt = Date.now() + GIVE_UP_CLOSING_MS;
+  const parts = [...opened].reverse();
+  for (const [index, part] of parts.entries()) {
     const at = Date.now();
     // Said while it waits, too: a shutdown that never ends says what it waits on.
     const waiting = setTimeout(() => logger.info({ part: part.name }, `shutdown: still closing the ${part.name}`), SLOW_CLOSE_MS * 5);
     waiting.unref();
+    let giveUp: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (giveUp = setTimeout(() => resolve("late"), Math.max(0, giveUpAt - at))));
     try {
-      await part.close();
+      if ((await Promise.race([Promise.resolve(part.close()), late])) === "late") {
+        const left = parts.slice(index);
+        for (const rest of left.slice(1)) Promise.resolve(rest.close()).catch(() => undefined);
+        logger.warn({ parts: left.map((p) => p.name) }, `shutdown: gave up after ${GIVE_UP_CLOSING_MS / 1000} s, still closing the ${part.name}`);
+        return;
+      }
     } finally {
       clearTimeout(waiting);
+      clearTimeout(giveUp);
     }
     const ms = Date.now() - at;
     if (ms >= SLOW_CLOSE_MS) logger.info({ part: part.name, ms }, `shutdown: closing the ${part.name} took ${ms} ms`);

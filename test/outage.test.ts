@@ -400,3 +400,26 @@ describe("start-up without the database", function () {
     expect(loadConfig({ DATA_DIR: testEnv().dataDir }).databaseWaitMs).to.equal(60_000);
   });
 });
+
+describe("a database that stops answering", function () {
+  this.timeout(90_000);
+
+  it("does not hold a graceful stop: after 30 s it says what it still waited on and exits 0", async () => {
+    const target = await ownDatabase();
+    const proxy = await TcpProxy.inFrontOf(target.url);
+    const child = await startChildGateway(childEnv(proxy.urlFor(target.url)));
+    try {
+      // Silent, not gone: nothing the gateway sends is answered, and no connection of its ends.
+      proxy.stall();
+      const stopping = Date.now();
+      expect(await child.terminate()).to.equal(0);
+      const took = Date.now() - stopping;
+      expect(took, "ms from SIGTERM to exit").to.be.within(29_000, 45_000);
+      expect(child.output()).to.match(/"msg":"shutdown: gave up after 30 s, still closing the [^"]+"/);
+    } finally {
+      await child.kill();
+      await proxy.cut();
+      await target.close();
+    }
+  });
+});

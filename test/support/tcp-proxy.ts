@@ -3,7 +3,9 @@
 // refused, as when a database server or its host goes down); restore() listens again on the
 // same port, as when it comes back. loseAnswerTo() cuts one connection at the worst moment for a
 // write: its statement reaches the server and completes there, and its answer never arrives.
-// holdAnswerTo() keeps that answer back instead, until the test lets it through.
+// holdAnswerTo() keeps that answer back instead, until the test lets it through. stall() makes
+// the dependency stop answering without closing anything, as a host that has gone silent: bytes
+// are dropped both ways and no connection is ended, not even one its client ends.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
@@ -11,6 +13,8 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   /** Armed by loseAnswerTo: the statement whose answer the next connection sending it loses. */
   private trap: { marker: Buffer; sprung: () => void; hold: Promise<void> | null } | null = null;
+  /** Set by stall(): nothing is forwarded and nothing closed. */
+  private stalled = false;
   /** The port the proxy listens on; fixed at the first listen so clients keep their URL. */
   port = 0;
 
@@ -41,8 +45,13 @@ export class TcpProxy {
 
   async restore(): Promise<void> {
     if (this.server) return;
-    const server = createServer((client) => {
+    this.stalled = false;
+    // Half-open allowed: a client's end is forwarded by hand, so that a stalled proxy can hold it.
+    const server = createServer({ allowHalfOpen: true }, (client) => {
       const upstream = connect(this.targetPort, this.targetHost);
+      client.on("end", () => {
+        if (!this.stalled) upstream.end();
+      });
       this.sockets.add(client).add(upstream);
       const drop = () => {
         client.destroy();
@@ -59,6 +68,7 @@ export class TcpProxy {
       let tail = Buffer.alloc(0);
       let held: Buffer | null = null;
       client.on("data", (chunk: Buffer) => {
+        if (this.stalled) return;
         const trap = this.trap;
         if (trap && held === null) {
           const seen = Buffer.concat([tail, chunk]);
@@ -94,6 +104,7 @@ export class TcpProxy {
         upstream.write(chunk);
       });
       upstream.on("data", (chunk: Buffer) => {
+        if (this.stalled) return;
         if (held === null) client.write(chunk);
         else held = Buffer.concat([held, chunk]);
       });
@@ -139,5 +150,10 @@ export class TcpProxy {
     for (const s of this.sockets) s.resetAndDestroy();
     this.sockets.clear();
     await closed;
+  }
+
+  /** Stops answering: every byte either way is dropped from now on, and no connection is closed. */
+  stall(): void {
+    this.stalled = true;
   }
 }
