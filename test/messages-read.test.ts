@@ -637,6 +637,42 @@ describe("reading messages", () => {
       expect(copy.equals(rows), "the two paths' CSV differ").to.equal(true);
     });
 
+    it("writes each row's connection and linked number with 32 connections (written into the statement) and 33 (joined), a deleted one and one made during the export included", async () => {
+      for (const count of [32, 33]) {
+        const own = await newWorkspace();
+        const now = Date.now();
+        const expected = new Map<string, [string, string]>();
+        const add = async (n: number, connection: SeedConnection, phone: string | null) => {
+          const id = await insertMessage(own.id, connection, { createdAt: instant(30 + n, 0, now), direction: "outbound" });
+          expected.set(id, [connection.slug, phone ?? ""]);
+        };
+        for (let n = 0; n < count; n++) {
+          const phone = n % 3 === 0 ? null : `+1555000${String(n).padStart(4, "0")}`;
+          await add(n, await insertConnection(own.id, { phone, deleted: n === 1 }), phone);
+        }
+        for (const path of ["copy", "rows"] as const) {
+          // Made once the export has begun (before its first batch), its message among the last read.
+          let late = false;
+          const before = async () => {
+            if (late) return;
+            late = true;
+            await add(count + 10, await insertConnection(own.id, { phone: "+15559990000" }), "+15559990000");
+          };
+          const options: ExportOptions = {
+            path,
+            batchSize: 4,
+            statements: async (sql, onLine) => (await before(), exportStatements(db())(sql, onLine)),
+            rowStatements: async (sql, params, onRow) => (await before(), rowStatements(db())(sql, params, onRow)),
+          };
+          const chunks: Buffer[] = [];
+          for await (const chunk of await openMessagesCsv(db(), own.id, { days: 1 }, options)) chunks.push(Buffer.from(chunk as Buffer | string));
+          const records = parseCsv(Buffer.concat(chunks).toString()).slice(1);
+          const written = new Map(records.map((r) => [r[0]!, [r[3]!, r[7]!] as [string, string]]));
+          expect(written, `${count} connections, ${path}`).to.deep.equal(expected);
+        }
+      }
+    });
+
     it("exports a row longer than an output chunk (64 KB) whole", async () => {
       const own = await newWorkspace();
       const key = (await own.key(["messages:read"])).key;
