@@ -45,7 +45,9 @@ table([
   { path: "POST /v1/messages/text", "req/s": Math.round(sendRps), "p50 ms": mean(s1.p50, s2.p50), "p99 ms": mean(s1.p99, s2.p99), non2xx: s1.non2xx + s2.non2xx },
 ]);
 const [{ n } = { n: 0 }] = (await db.query(`SELECT count(*)::int AS n FROM messages WHERE workspace_id = $1`, [bench.workspaceId])) as { n: number }[];
-console.log(`ratio send/baseline: ${(sendRps / baseRps).toFixed(2)} (target ≥ ${dispatching ? "0.60" : "0.85"}); messages stored: ${n}`);
+// Issue 26's targets: the embedded database against its own baseline, else by what the process does.
+const target = bench.gateway.database.embedded ? "0.50" : dispatching ? "0.60" : "0.85";
+console.log(`ratio send/baseline: ${(sendRps / baseRps).toFixed(2)} (target ≥ ${target}); messages stored: ${n}`);
 
 baseline.close();
 await bench.stop();
