@@ -21,7 +21,7 @@ import { testEnv } from "./setup.js";
 import { http } from "./support/actors.js";
 import { aiConnection, debounceMs, insertRuns, received, uniquePhone, SYSTEM, type AiConnection } from "./support/ai.js";
 import { liveSocket } from "./support/baileys.js";
-import { CHILD_READY_MS, jobsLeftToChildren, startChildGateway } from "./support/child-gateway.js";
+import { CHILD_READY_MS, jobsLeftToChildren, lastLines, startChildGateway } from "./support/child-gateway.js";
 import { queuedJobs } from "./support/jobs.js";
 import { sandbox } from "./support/sandbox.js";
 import { startVendorOne, startVendorTwo, DEFAULT_VENDOR_TEXT, type VendorServer } from "./support/vendors.js";
@@ -321,7 +321,7 @@ describe("AI runs", function () {
         const restarted = await startChildGateway({ OUTBOUND_ALLOW_PRIVATE: "127.0.0.0/8" });
         try {
           const [run] = await t.waitRuns(1, 30_000).catch((err: Error) => {
-            throw new Error(`${err.message}; the restarted child's last lines:\n${restarted.output().split("\n").slice(-40).join("\n")}`);
+            throw new Error(`${err.message}; the restarted child's last lines:\n${lastLines(restarted.output())}`);
           });
           expect(run!.outcome).to.equal("replied");
           await sleep(1_000);

@@ -64,11 +64,16 @@ const SLOW_CHILD_MS = 15_000;
 /** A graceful stop still running after this is a hang: the child is killed and the stop fails with its output. */
 export const CHILD_STOP_MS = 60_000;
 
+/** The last `n` lines of a child's output, to show with a failure. */
+export function lastLines(output: string, n = 40): string {
+  return output.split("\n").slice(-n).join("\n");
+}
+
 /** Says on stderr what a child did when its start or stop took long: a loaded run's slow test shows why. */
 function slowChild(what: "start" | "stop", since: number, output: () => string): void {
   const took = Date.now() - since;
   if (took < SLOW_CHILD_MS) return;
-  const tail = output().split("\n").slice(-40).join("\n");
+  const tail = lastLines(output());
   process.stderr.write(`child gateway: ${what} took ${took} ms; the last lines of its output:\n${tail}\n`);
 }
 
@@ -120,7 +125,7 @@ export async function startChildGateway(env: Record<string, string | undefined> 
       if (code === "hung") {
         child.kill("SIGKILL");
         await exited;
-        throw new Error(`child gateway still stopping ${CHILD_STOP_MS / 1000} s after SIGTERM; the last lines of its output:\n${out.split("\n").slice(-60).join("\n")}`);
+        throw new Error(`child gateway still stopping ${CHILD_STOP_MS / 1000} s after SIGTERM; the last lines of its output:\n${lastLines(out, 60)}`);
       }
       slowChild("stop", stoppingAt, () => out);
       return code;
