@@ -31,18 +31,26 @@ const headers = { "content-type": "application/json", authorization: `Bearer ${b
 // Warm both paths, then alternate so drift on a shared machine affects both alike.
 await load({ url: baselineUrl, connections, seconds: 2, headers, body });
 await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds: 2, headers, body });
-const b1 = await load({ url: baselineUrl, connections, seconds, headers, body });
-const s1 = await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds, headers, body });
-const b2 = await load({ url: baselineUrl, connections, seconds, headers, body });
-const s2 = await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds, headers, body });
+// The process's CPU time per answered request beside the rate: less swayed than the rate by what
+// else the two cores run meanwhile (the load generator, PostgreSQL).
+const measured = async (url: string) => {
+  const before = process.cpuUsage();
+  const run = await load({ url, connections, seconds, headers, body });
+  const cpu = process.cpuUsage(before);
+  return { ...run, cpuMicros: (cpu.user + cpu.system) / run.total };
+};
+const b1 = await measured(baselineUrl);
+const s1 = await measured(`${bench.gateway.url}/v1/messages/text`);
+const b2 = await measured(baselineUrl);
+const s2 = await measured(`${bench.gateway.url}/v1/messages/text`);
 
 const mean = (a: number, b: number) => (a + b) / 2;
 const baseRps = mean(b1.requestsPerSecond, b2.requestsPerSecond);
 const sendRps = mean(s1.requestsPerSecond, s2.requestsPerSecond);
 console.log(`\naccept rate, ${connections} concurrent clients, ${seconds} s per run, database: ${bench.gateway.database.embedded ? "embedded PGlite" : "PostgreSQL"}, dispatcher ${values.dispatcher}`);
 table([
-  { path: "baseline: express + one INSERT", "req/s": Math.round(baseRps), "p50 ms": mean(b1.p50, b2.p50), "p99 ms": mean(b1.p99, b2.p99), non2xx: b1.non2xx + b2.non2xx },
-  { path: "POST /v1/messages/text", "req/s": Math.round(sendRps), "p50 ms": mean(s1.p50, s2.p50), "p99 ms": mean(s1.p99, s2.p99), non2xx: s1.non2xx + s2.non2xx },
+  { path: "baseline: express + one INSERT", "req/s": Math.round(baseRps), "p50 ms": mean(b1.p50, b2.p50), "p99 ms": mean(b1.p99, b2.p99), "CPU µs/req": Math.round(mean(b1.cpuMicros, b2.cpuMicros)), non2xx: b1.non2xx + b2.non2xx },
+  { path: "POST /v1/messages/text", "req/s": Math.round(sendRps), "p50 ms": mean(s1.p50, s2.p50), "p99 ms": mean(s1.p99, s2.p99), "CPU µs/req": Math.round(mean(s1.cpuMicros, s2.cpuMicros)), non2xx: s1.non2xx + s2.non2xx },
 ]);
 const [{ n } = { n: 0 }] = (await db.query(`SELECT count(*)::int AS n FROM messages WHERE workspace_id = $1`, [bench.workspaceId])) as { n: number }[];
 // Issue 26's targets: the embedded database against its own baseline, else by what the process does.

@@ -9,6 +9,9 @@ export function charCount(s: string): number {
   return n;
 }
 
+/** A UTF-16 surrogate: where a string has one, its characters and its code units may count differently. */
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /**
  * A zod string whose `.min()`, `.max()` and `.length()` count characters (code points) instead of
  * UTF-16 code units: "max 4096 characters" takes 4096 emoji, as the OpenAPI document's
@@ -17,13 +20,26 @@ export function charCount(s: string): number {
  * reads `minLength`/`maxLength`; every check added to it keeps the class.
  */
 export class ZodCharString extends ZodString {
+  // Built once per schema, on first use (constructing a zod type is costly: every send parses several).
+  #asCodeUnits?: ZodString;
+  #split?: { other: ZodString; lengths: ZodString };
+
   override _parse(input: ParseInput): ParseReturnType<string> {
     const isLength = (c: ZodStringCheck) => c.kind === "min" || c.kind === "max" || c.kind === "length";
-    const lengthChecks = this._def.checks.filter(isLength);
-    const other = new ZodString({ ...this._def, checks: this._def.checks.filter((c) => !isLength(c)) })._parse(input) as SyncParseReturnType<string>;
-    if (lengthChecks.length === 0 || other.status === "aborted") return other;
+    // Without a surrogate pair, characters and code units count alike: zod's checks in one pass,
+    // the length checks last, so the issues come in the order the split below gives them.
+    if (!this._def.coerce && (typeof input.data !== "string" || !SURROGATE.test(input.data))) {
+      const checks = this._def.checks;
+      return (this.#asCodeUnits ??= new ZodString({ ...this._def, checks: [...checks.filter((c) => !isLength(c)), ...checks.filter(isLength)] }))._parse(input);
+    }
+    const split = (this.#split ??= {
+      other: new ZodString({ ...this._def, checks: this._def.checks.filter((c) => !isLength(c)) }),
+      lengths: new ZodString({ ...this._def, checks: this._def.checks.filter(isLength) }),
+    });
+    const other = split.other._parse(input) as SyncParseReturnType<string>;
+    if (split.lengths._def.checks.length === 0 || other.status === "aborted") return other;
     // zod's own length checks (its messages, error maps and path) on one code unit per character.
-    const counted = new ZodString({ ...this._def, checks: lengthChecks })._parse({
+    const counted = split.lengths._parse({
       data: "x".repeat(charCount(other.value)),
       path: input.path,
       parent: input.parent,

@@ -20,6 +20,20 @@ describe("character counts of string limits", () => {
     expect(refused.error?.issues[0]).to.include({ code: "too_big", maximum: 3 });
   });
 
+  it("gives the same issues, in the same order, whether or not the string holds a surrogate pair", () => {
+    const s = chars(3, 5).regex(/^[a-z]+$/);
+    const codes = (v: unknown) => s.safeParse(v).error?.issues.map((i) => i.code);
+    // Refused by the pattern and the minimum: the pattern's issue first, on either path.
+    expect(codes("A")).to.deep.equal(["invalid_string", "too_small"]);
+    expect(codes("😀")).to.deep.equal(["invalid_string", "too_small"]);
+    expect(codes("ABCDEF")).to.deep.equal(["invalid_string", "too_big"]);
+    expect(codes("😀😀😀😀😀😀")).to.deep.equal(["invalid_string", "too_big"]);
+    expect(codes("abcde")).to.equal(undefined);
+    expect(codes(7)).to.deep.equal(["invalid_type"]);
+    // Parsed many times, a schema keeps its answers (what it builds on first use is reused).
+    for (let i = 0; i < 3; i++) expect([codes("abc"), codes("😀😀😀")]).to.deep.equal([undefined, ["invalid_string"]]);
+  });
+
   it("keeps other checks and the class through chaining (regex, describe, optional)", () => {
     expect(ConnectionSlug.safeParse("-bad").success).to.equal(false);
     expect(ConnectionSlug.safeParse("ab").success).to.equal(false);

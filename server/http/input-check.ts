@@ -51,7 +51,10 @@ function repeatedHeaders(req: Request, lowerNames: readonly string[]): FieldErro
   if (present.length === 0) return [];
   const counts = new Map<string, number>();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
+    const raw = req.rawHeaders[i]!;
+    // Lower-cased only when its length could make it one of them (every request has a dozen headers).
+    if (!present.some((name) => name.length === raw.length)) continue;
+    const name = raw.toLowerCase();
     if (present.includes(name)) counts.set(name, (counts.get(name) ?? 0) + 1);
   }
   return present.filter((name) => counts.get(name)! > 1).map((name) => ({ path: `headers.${name}`, message: "must be given once" }));

@@ -4,12 +4,31 @@
 // Every request passes here, so it does no more than it must: `req.log` (a logger bound to the
 // request id) is made the first time something logs through it, not per request; the access log
 // line carries the id as a field, and its listener is only added when `info` is logged at all.
-import type { RequestHandler } from "express";
+import express, { type RequestHandler } from "express";
 import { randomBase64url } from "../ids.js";
 import type { Logger } from "../logger.js";
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,64}$/;
 const LOG = Symbol("request log");
+const LOGGER = Symbol("process logger");
+const ID = Symbol("request id");
+
+interface Bound {
+  [LOGGER]?: Logger;
+  [ID]?: string;
+  [LOG]?: Logger;
+}
+
+// Once, on the prototype every request object of every app inherits from (Express's way to extend
+// requests): a getter per request would give each request object a shape of its own.
+Object.defineProperty(express.request, "log", {
+  configurable: true,
+  enumerable: true,
+  get(this: Bound) {
+    const logger = this[LOGGER];
+    return logger && (this[LOG] ??= logger.child({ request_id: this[ID] }));
+  },
+});
 
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -17,13 +36,8 @@ export function requestContext(logger: Logger): RequestHandler {
     const id = typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : `req_${randomBase64url(12)}`;
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
-    Object.defineProperty(req, "log", {
-      configurable: true,
-      enumerable: true,
-      get(this: { [LOG]?: Logger }) {
-        return (this[LOG] ??= logger.child({ request_id: id }));
-      },
-    });
+    (req as Bound)[LOGGER] = logger;
+    (req as Bound)[ID] = id;
     if (logger.isLevelEnabled("info")) {
       const started = process.hrtime.bigint();
       res.on("finish", () => {
