@@ -18,7 +18,7 @@ export type IdPrefix = "wsp" | "usr" | "mem" | "inv" | "ses" | "key" | "msg" | "
 const pool = Buffer.allocUnsafe(4096);
 let poolAt = pool.length;
 
-/** `bytes` random bytes from the pool, as base64url (request ids). */
+/** `bytes` random bytes from the pool, as base64url (request ids, the sandbox's ids): never for a secret. */
 export function randomBase64url(bytes: number): string {
   if (poolAt + bytes > pool.length) {
     randomFillSync(pool);

@@ -3,7 +3,7 @@
 // that causes them.
 import type { EntityManager } from "typeorm";
 import type { ConnectionRestrictionEvent, ConnectionStateEvent, ConversationEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, PhoneOutboundEvent } from "../../../contract/index.js";
-import { randomToken } from "../../secrets.js";
+import { randomBase64url } from "../../ids.js";
 
 type WithoutId<T> = T extends unknown ? Omit<T, "event_id"> : never;
 export type SandboxReport = WithoutId<ConnectionStateEvent | ConnectionRestrictionEvent | InboundMessageEvent | MessageStatusEvent | PhoneOutboundEvent | ConversationEvent | GroupMetadataEvent | GroupParticipantsEvent>;
@@ -15,12 +15,14 @@ export interface QueuedReport {
   delayMs?: number;
 }
 
+// Ids, not secrets: from the pool every id of the process draws on (server/ids.ts); three or
+// more per message the simulated network takes.
 export function newEventId(): string {
-  return `sbx_evt_${randomToken(12)}`;
+  return `sbx_evt_${randomBase64url(12)}`;
 }
 
 export function newProviderMessageId(): string {
-  return `sbx_msg_${randomToken(12)}`;
+  return `sbx_msg_${randomBase64url(12)}`;
 }
 
 /**
