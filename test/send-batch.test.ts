@@ -28,7 +28,7 @@ function sendInput(workspaceId: string, slug: string, recipient: string, idempot
   return {
     id, workspaceId, status: "queued", recipient, body: `isolated ${id}`, media: null, location: null, context: null,
     metadata: null, contextSensitivity: null, sendAt: null, timezone: null, createdAt: now,
-    idempotencyKey, fingerprint: idempotencyKey ? randomBytes(32) : null, view: JSON.stringify({ id }),
+    idempotencyKey, fingerprint: idempotencyKey ? randomBytes(32) : null, view: { id } as unknown as SendInput["view"],
     connectionSlug: slug, deferred: false, planRefuses: false, allowance: null, event: null,
   };
 }

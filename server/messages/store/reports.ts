@@ -78,13 +78,17 @@ export async function applyReports(em: EntityManager, connection: Connection, re
          WITH ORDINALITY AS v(message_id, status, at, detail, n) ORDER BY n
      )
      INSERT INTO events ${EVENT_INSERT_COLUMNS}
-     SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])`,
+     SELECT e.id, e.workspace_id, e.type, e.connection_id, p.payload, e.created_at
+       FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $16::timestamptz[]) WITH ORDINALITY AS e(id, workspace_id, type, connection_id, created_at, n)
+       JOIN jsonb_array_elements($15::jsonb) WITH ORDINALITY AS p(payload, n) ON p.n = e.n
+      ORDER BY e.n`,
     [
       m.map((x) => x.id), m.map((x) => x.status), m.map((x) => x.providerMessageId), m.map((x) => x.errorCode), m.map((x) => x.errorMessage),
       m.map((x) => x.updatedAt),
       timeline.map((t) => t.id), timeline.map((t) => t.status), timeline.map((t) => t.at), timeline.map((t) => t.detail),
       events.map((e) => e.id), events.map((e) => e.workspaceId), events.map((e) => e.type), events.map((e) => e.connectionId),
-      events.map((e) => JSON.stringify(e.payload)), events.map((e) => e.createdAt),
+      // The payloads as one JSON array, not a jsonb[] (store/accept.ts, SEND_SQL, says why).
+      JSON.stringify(events.map((e) => e.payload)), events.map((e) => e.createdAt),
     ],
   );
   return true;
