@@ -8,29 +8,24 @@
 //   npx tsx bench/accept.ts [--seconds 10] [--connections 50] [--dispatcher off|on]
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/accept.ts
 import { parseArgs } from "node:util";
-import { load, startBaseline, startBench, table } from "./harness.js";
+import { load, sendRequest, startBaseline, startSendBench, table } from "./harness.js";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, dispatcher: { type: "string", default: "off" } },
 });
-if (values.dispatcher !== "off" && values.dispatcher !== "on") throw new Error(`--dispatcher ${values.dispatcher}: expected off or on`);
 const dispatching = values.dispatcher === "on";
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 
-// Off: only accepting runs (hand-off is measured by bench/end-to-end.ts). On: pacing is for real
-// numbers, the simulated network needs none.
-const bench = await startBench(dispatching ? { DISPATCH_RATE_PER_CONNECTION: "10000" } : { DISPATCHER: "off" });
+const bench = await startSendBench(values.dispatcher);
 const db = bench.gateway.ctx.db;
 const baseline = await startBaseline(db);
 const baselineUrl = baseline.url;
-
-const body = JSON.stringify({ connection: bench.connectionSlugs[0], to: "+15550001111", body: "benchmark message" });
-const headers = { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "bench-[<id>]" };
+const { url: sendUrl, headers, body } = sendRequest(bench);
 
 // Warm both paths, then alternate so drift on a shared machine affects both alike.
 await load({ url: baselineUrl, connections, seconds: 2, headers, body });
-await load({ url: `${bench.gateway.url}/v1/messages/text`, connections, seconds: 2, headers, body });
+await load({ url: sendUrl, connections, seconds: 2, headers, body });
 // The process's CPU time per answered request beside the rate: less swayed than the rate by what
 // else the two cores run meanwhile (the load generator, PostgreSQL).
 const measured = async (url: string) => {
@@ -40,9 +35,9 @@ const measured = async (url: string) => {
   return { ...run, cpuMicros: (cpu.user + cpu.system) / run.total };
 };
 const b1 = await measured(baselineUrl);
-const s1 = await measured(`${bench.gateway.url}/v1/messages/text`);
+const s1 = await measured(sendUrl);
 const b2 = await measured(baselineUrl);
-const s2 = await measured(`${bench.gateway.url}/v1/messages/text`);
+const s2 = await measured(sendUrl);
 
 const mean = (a: number, b: number) => (a + b) / 2;
 const baseRps = mean(b1.requestsPerSecond, b2.requestsPerSecond);

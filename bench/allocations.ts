@@ -9,18 +9,13 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/allocations.ts
 import { Session } from "node:inspector/promises";
 import { parseArgs } from "node:util";
-import { load, startBench, table } from "./harness.js";
+import { load, sendRequest, startSendBench, table } from "./harness.js";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "6" }, dispatcher: { type: "string", default: "off" }, top: { type: "string", default: "12" } },
 });
-if (values.dispatcher !== "off" && values.dispatcher !== "on") throw new Error(`--dispatcher ${values.dispatcher}: expected off or on`);
-const dispatching = values.dispatcher === "on";
-
-const bench = await startBench(dispatching ? { DISPATCH_RATE_PER_CONNECTION: "10000" } : { DISPATCHER: "off" });
-const body = JSON.stringify({ connection: bench.connectionSlugs[0], to: "+15550001111", body: "benchmark message" });
-const headers = { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "bench-[<id>]" };
-const url = `${bench.gateway.url}/v1/messages/text`;
+const bench = await startSendBench(values.dispatcher);
+const { url, headers, body } = sendRequest(bench);
 await load({ url, connections: 50, seconds: 2, headers, body });
 
 interface SampledNode {

@@ -74,6 +74,26 @@ export async function startBench(env: Record<string, string>, connections = 1): 
 }
 
 /** A connection created and paired through the sandbox over HTTP, as a user pairs one. */
+/**
+ * The gateway of the send benches (bench/accept.ts, bench/allocations.ts), from their
+ * `--dispatcher` option: `off` accepts only (hand-off is measured by bench/end-to-end.ts); `on`
+ * also hands every message to the sandbox and applies its receipts, unpaced (pacing is for real
+ * numbers, the simulated network needs none).
+ */
+export function startSendBench(dispatcher: string | undefined): Promise<Bench> {
+  if (dispatcher !== "off" && dispatcher !== "on") throw new Error(`--dispatcher ${dispatcher}: expected off or on`);
+  return startBench(dispatcher === "on" ? { DISPATCH_RATE_PER_CONNECTION: "10000" } : { DISPATCHER: "off" });
+}
+
+/** POST /v1/messages/text as the send benches load it: a text to one number, a new Idempotency-Key each request. */
+export function sendRequest(bench: Bench): { url: string; headers: Record<string, string>; body: string } {
+  return {
+    url: `${bench.gateway.url}/v1/messages/text`,
+    headers: { "content-type": "application/json", authorization: `Bearer ${bench.apiKey}`, "idempotency-key": "bench-[<id>]" },
+    body: JSON.stringify({ connection: bench.connectionSlugs[0], to: "+15550001111", body: "benchmark message" }),
+  };
+}
+
 export async function pair(baseUrl: string, key: string, slug: string, phone: string): Promise<void> {
   const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   await fetch(`${baseUrl}/v1/connections`, { method: "POST", headers: h, body: JSON.stringify({ slug }) });

@@ -20,32 +20,33 @@ const SURROGATE = /[\uD800-\uDFFF]/;
  * reads `minLength`/`maxLength`; every check added to it keeps the class.
  */
 export class ZodCharString extends ZodString {
-  // Built once per schema, on first use (constructing a zod type is costly: every send parses several).
-  #asCodeUnits?: ZodString;
-  #split?: { other: ZodString; lengths: ZodString };
+  // Built once per schema, on first use: constructing zod types is costly, and every send parses several.
+  #checks?: { asCodeUnits: ZodString; other: ZodString; lengths: ZodString };
 
   override _parse(input: ParseInput): ParseReturnType<string> {
-    const isLength = (c: ZodStringCheck) => c.kind === "min" || c.kind === "max" || c.kind === "length";
+    const { asCodeUnits, other: otherChecks, lengths } = (this.#checks ??= this.splitChecks());
     // Without a surrogate pair, characters and code units count alike: zod's checks in one pass,
     // the length checks last, so the issues come in the order the split below gives them.
-    if (!this._def.coerce && (typeof input.data !== "string" || !SURROGATE.test(input.data))) {
-      const checks = this._def.checks;
-      return (this.#asCodeUnits ??= new ZodString({ ...this._def, checks: [...checks.filter((c) => !isLength(c)), ...checks.filter(isLength)] }))._parse(input);
-    }
-    const split = (this.#split ??= {
-      other: new ZodString({ ...this._def, checks: this._def.checks.filter((c) => !isLength(c)) }),
-      lengths: new ZodString({ ...this._def, checks: this._def.checks.filter(isLength) }),
-    });
-    const other = split.other._parse(input) as SyncParseReturnType<string>;
-    if (split.lengths._def.checks.length === 0 || other.status === "aborted") return other;
+    if (!this._def.coerce && (typeof input.data !== "string" || !SURROGATE.test(input.data))) return asCodeUnits._parse(input);
+    const other = otherChecks._parse(input) as SyncParseReturnType<string>;
+    if (lengths._def.checks.length === 0 || other.status === "aborted") return other;
     // zod's own length checks (its messages, error maps and path) on one code unit per character.
-    const counted = split.lengths._parse({
+    const counted = lengths._parse({
       data: "x".repeat(charCount(other.value)),
       path: input.path,
       parent: input.parent,
     }) as SyncParseReturnType<string>;
     if (counted.status === "aborted") return counted;
     return other.status === "dirty" || counted.status === "dirty" ? { status: "dirty", value: other.value } : other;
+  }
+
+  /** The length checks apart from the others, and all of them with the length checks last. */
+  private splitChecks(): { asCodeUnits: ZodString; other: ZodString; lengths: ZodString } {
+    const isLength = (c: ZodStringCheck) => c.kind === "min" || c.kind === "max" || c.kind === "length";
+    const other = this._def.checks.filter((c) => !isLength(c));
+    const lengths = this._def.checks.filter(isLength);
+    const withChecks = (checks: ZodStringCheck[]) => new ZodString({ ...this._def, checks });
+    return { asCodeUnits: withChecks([...other, ...lengths]), other: withChecks(other), lengths: withChecks(lengths) };
   }
 
   override _addCheck(check: ZodStringCheck): ZodCharString {
