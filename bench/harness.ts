@@ -5,7 +5,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -116,6 +116,9 @@ export interface LoadResult {
    * as a whole one, made 5,000 requests in 3.2 s read 1,250 a second rather than 1,560.
    */
   requestsPerSecond: number;
+  /** When the run started (epoch ms, autocannon's own start, after its process started), and how long until its last answer. */
+  startedAt: number;
+  answeredSeconds: number;
   p50: number;
   p99: number;
   total: number;
@@ -151,12 +154,13 @@ export async function load(opts: {
   if (!last) throw new Error(`the load generator printed no result:\n${stderr}`);
   const r = JSON.parse(last) as {
     requests: { total: number };
+    start: string;
     answeredSeconds: number;
     latency: { p50: number; p99: number };
     non2xx: number;
     errors: number;
   };
-  return { requestsPerSecond: r.requests.total / r.answeredSeconds, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors };
+  return { requestsPerSecond: r.requests.total / r.answeredSeconds, startedAt: Date.parse(r.start), answeredSeconds: r.answeredSeconds, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors };
 }
 
 export function table(rows: Record<string, string | number>[]): void {
@@ -215,4 +219,58 @@ export async function startGatewayProcess(opts: { databaseUrl: string; secretKey
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * CPU time (µs) the machine's PostgreSQL server has used so far: every process named `postgres`
+ * (the postmaster, its backends and workers), with the children it has reaped, read from /proc.
+ * Undefined where there is none to read (the embedded database runs in the bench's own process,
+ * which `process.cpuUsage()` counts). The benches print it per request beside the gateway's own:
+ * on two cores the database's share decides a rate as much as the gateway's does.
+ */
+export function databaseCpuMicros(): number | undefined {
+  let ticks = 0;
+  let found = false;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return undefined;
+  }
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // ended meanwhile
+    }
+    if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue;
+    // After the command: state, ppid, …; utime, stime, cutime, cstime are fields 14-17 of stat(5).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    found = true;
+  }
+  // Linux reports these in USER_HZ, 100 a second on every architecture Node runs on.
+  return found ? ticks * 10_000 : undefined;
+}
+
+/**
+ * Counts the CPU the bench's process (gateway and baseline alike) and the database server spend
+ * from now: `per(n)` answers each per one of `n` requests or messages, in whole µs ("in process"
+ * for the database when it is the embedded one, whose CPU is the process's).
+ */
+export function cpuMeter(bench: Bench): { per(n: number): { process: number; database: number | "in process" } } {
+  const own = process.cpuUsage();
+  const embedded = bench.gateway.database.embedded;
+  const database = embedded ? undefined : databaseCpuMicros();
+  return {
+    per(n) {
+      const used = process.cpuUsage(own);
+      const now = embedded ? undefined : databaseCpuMicros();
+      return {
+        process: Math.round((used.user + used.system) / n),
+        database: database === undefined || now === undefined ? "in process" : Math.round((now - database) / n),
+      };
+    },
+  };
 }
