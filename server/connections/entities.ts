@@ -40,7 +40,21 @@ export class PairingGrant {
   @Column({ type: "timestamptz", name: "created_at", default: () => "now()" }) createdAt!: Date;
 }
 
-/** A raw `connections` row (snake_case, as selected with `SELECT *`) as the entity's fields. */
+/**
+ * The columns connectionFromRow reads, for statements that name them (`c.id, c.workspace_id, …`)
+ * instead of selecting `c.*`: a prepared statement's result must keep its shape when a later
+ * migration adds a column, or PostgreSQL refuses to run it again (server/db/prepared.ts).
+ */
+export function connectionColumns(alias: string): string {
+  return CONNECTION_COLUMNS.map((c) => `${alias}.${c}`).join(", ");
+}
+
+const CONNECTION_COLUMNS = [
+  "id", "workspace_id", "slug", "name", "state", "linked", "phone", "state_detail", "transport", "callback_nonce", "callback_token_digest",
+  "proxy_url_sealed", "restricted", "restricted_until", "created_at", "updated_at", "deleted_at",
+] as const;
+
+/** A raw `connections` row (snake_case, as selected with `SELECT *` or connectionColumns()) as the entity's fields. */
 export function connectionFromRow(r: Record<string, unknown>): Partial<Connection> {
   return {
     id: r.id as string,

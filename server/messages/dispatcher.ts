@@ -13,6 +13,7 @@ import { restrictionHoldsSql } from "../connections/states.js";
 import { EngineError, type EngineRegistry, type Pace } from "../engines/engine.js";
 import { backoffMs } from "../backoff.js";
 import { isDatabaseUnavailable, retryWhileUnavailable } from "../db/availability.js";
+import { prepared } from "../db/prepared.js";
 import { rows } from "../db/rows.js";
 import type { DatabaseListener } from "../db/listener.js";
 import type { Foreground } from "../foreground.js";
@@ -136,8 +137,9 @@ export class MessageDispatcher {
     // An UPDATE returns its rows in the table's physical order, not the order it chose them in:
     // the claims are sorted again, by acceptance (the time, then the id, which is monotonic within
     // a millisecond), so each connection's lane gets them in the order they were accepted.
-    return rows<Claimed>(
+    return prepared<Claimed>(
       this.db,
+      "dispatch-claim",
       `WITH claimed AS (
          UPDATE dispatch_queue q
             SET locked_until = now() + ($1 || ' seconds')::interval, attempts = q.attempts + 1
@@ -314,8 +316,9 @@ export class MessageDispatcher {
  * database's clock so that every process agrees; answers how long to wait for the reservation's start.
  */
 export async function reservePace(db: DataSource, connectionId: string, spanMs: number): Promise<number> {
-  const [row] = await rows<{ wait_ms: number }>(
+  const [row] = await prepared<{ wait_ms: number }>(
     db,
+    "dispatch-reserve-pace",
     `INSERT INTO dispatch_pace AS p (connection_id, next_at) VALUES ($1, clock_timestamp() + make_interval(secs => $2 / 1000.0))
      ON CONFLICT (connection_id) DO UPDATE SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $2 / 1000.0)
      RETURNING GREATEST(0, EXTRACT(EPOCH FROM (p.next_at - make_interval(secs => $2 / 1000.0) - clock_timestamp())) * 1000)::float8 AS wait_ms`,

@@ -196,7 +196,7 @@ export function refusalCode(refusal: SendRefusal): ErrorCode {
   return refusal.code === "invalid_content" || refusal.code === "connection_not_found" ? "validation_failed" : refusal.code;
 }
 
-const CONNECTION_BY_SLUG = `SELECT * FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`;
+const CONNECTION_BY_SLUG = `SELECT state FROM connections WHERE workspace_id = $1 AND slug = $2 AND deleted_at IS NULL`;
 
 /** The rules that need no database: content, attachment scheme, time zone. */
 function contentRefusal(body: SendMessageBody, isPoll = false): SendRefusal | null {

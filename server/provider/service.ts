@@ -6,10 +6,11 @@
 import type { DataSource, EntityManager } from "typeorm";
 import type { ConnectionRestrictionEvent, ConnectionStateEvent, GroupMetadataEvent, GroupParticipantsEvent, InboundMessageEvent, MessageStatusEvent, ProviderCallbackBody, ProviderEvent } from "../../contract/index.js";
 import { callbackTokenDigest } from "../connections/callback-token.js";
-import { Connection, connectionFromRow, PairingGrant } from "../connections/entities.js";
+import { Connection, connectionColumns, connectionFromRow, PairingGrant } from "../connections/entities.js";
 import { connectionView, moveConnection } from "../connections/service.js";
 import { restrictionHolds } from "../connections/states.js";
 import { recordEvent } from "../events/record.js";
+import { prepared } from "../db/prepared.js";
 import { rows } from "../db/rows.js";
 import { applyGroup, applyParticipants } from "../groups/cache.js";
 import { ApiError } from "../http/errors.js";
@@ -79,9 +80,10 @@ export class ProviderCallbackService {
              SELECT c.*, ARRAY(SELECT event_id FROM d) AS fresh FROM c`,
             [by.tokenDigest, providerName, events.map((e) => e.event_id)],
           )
-        : await rows<Record<string, unknown>>(
+        : await prepared<Record<string, unknown>>(
             em,
-            `SELECT * FROM connections WHERE id = $1 AND transport = $2 AND deleted_at IS NULL ${locks ? "FOR UPDATE" : ""}`,
+            locks ? "in-process-connection-locked" : "in-process-connection",
+            `SELECT ${connectionColumns("c")} FROM connections c WHERE c.id = $1 AND c.transport = $2 AND c.deleted_at IS NULL ${locks ? "FOR UPDATE" : ""}`,
             [by.connectionId, providerName],
           );
       if (!found) throw ApiError.notFound("callback (unknown provider or token)");

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { DataSource } from "typeorm";
 import type { Media, MessageStatus, PresenceState, Recipient } from "../../../contract/index.js";
 import type { DatabaseListener } from "../../db/listener.js";
+import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
 import type { Logger } from "../../logger.js";
 import { randomToken, sha256 } from "../../secrets.js";
@@ -112,8 +113,9 @@ export class SandboxEngine implements Engine {
     const addresses = messages.map((m) => recipientAddress(m.to));
     // What the network knows of these sends, in one round trip: its faults, the sender's session
     // and the contacts (none for a group, and none for an undeclared number).
-    const [known] = await rows<Faults & { state: string | null; running: boolean | null; phone: string | null; contacts: Record<string, { on_network: boolean; receipts: Receipts }> | null }>(
+    const [known] = await prepared<Faults & { state: string | null; running: boolean | null; phone: string | null; contacts: Record<string, { on_network: boolean; receipts: Receipts }> | null }>(
       this.db,
+      "sandbox-send-known",
       `SELECT COALESCE(f.fail_next_sends, 0) AS fail_next_sends, COALESCE(f.latency_ms, 0) AS latency_ms,
               COALESCE(f.duplicate_callbacks, false) AS duplicate_callbacks, s.state, s.running, s.phone,
               (SELECT jsonb_object_agg(c.phone, jsonb_build_object('on_network', c.on_network, 'receipts', c.receipts))
@@ -160,8 +162,9 @@ export class SandboxEngine implements Engine {
     // One statement: each delivery and its reports (queued, or named in the delivery when they are
     // applied in process) exist together or not at all. A retried hand-off of the same message
     // conflicts on message_id and reports nothing.
-    const inserted = await rows<{ message_id: string; provider_message_id: string }>(
+    const inserted = await prepared<{ message_id: string; provider_message_id: string }>(
       this.db,
+      inProcess ? "sandbox-deliver" : "sandbox-deliver-queued",
       `WITH d AS (
          INSERT INTO sandbox_deliveries (message_id, provider_message_id, connection_id, from_phone, to_address, recipient, body, media, location,
                                          quoted_message_id, poll, outcome, reports)

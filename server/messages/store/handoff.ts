@@ -2,6 +2,8 @@
 // or failed. Each move applies only from the statuses status.ts gives its action, and writes its
 // timeline entry (and, for a failure, its event) in the same statement.
 import type { DataSource, EntityManager } from "typeorm";
+import { connectionColumns } from "../../connections/entities.js";
+import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
 import type { Message } from "../entities.js";
@@ -9,7 +11,7 @@ import { sourcesOf, targetOf } from "../status.js";
 import { messageView } from "../view.js";
 import { messageFromRow } from "./row.js";
 
-/** A claimed message as marked: what the engine needs, and the connection's row (c.*). */
+/** A claimed message as marked: what the engine needs, and the connection's row (connectionColumns). */
 export type Marked = Record<string, unknown> & { m_id: string; attempts: number } & Pick<Message, "recipient" | "body" | "media" | "location" | "poll"> & {
     /** A reply's quoted message (its row's fields as named), or null. */
     quoted: { id: string; direction: Message["direction"]; recipient: Message["recipient"]; sender: string | null; provider_message_id: string | null } | null;
@@ -21,8 +23,9 @@ export type Marked = Record<string, unknown> & { m_id: string; attempts: number 
  * markSubmitting's sources: neither comes back. A retried attempt says so in its timeline entry.
  */
 export async function markSubmitting(db: DataSource, claims: { messageId: string; attempts: number }[], connectionId: string): Promise<Marked[]> {
-  return rows<Marked>(
+  return prepared<Marked>(
     db,
+    "handoff-mark-submitting",
     `WITH v AS (
        SELECT * FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS v(id, attempts, n)
      ), m AS (
@@ -35,7 +38,7 @@ export async function markSubmitting(db: DataSource, claims: { messageId: string
        INSERT INTO message_timeline (message_id, status, detail)
        SELECT id, $5, CASE WHEN attempts > 1 THEN 'attempt ' || attempts END FROM m ORDER BY n
      )
-     SELECT c.*, m.id AS m_id, m.attempts, m.recipient, m.body, m.media, m.location, m.poll,
+     SELECT ${connectionColumns("c")}, m.id AS m_id, m.attempts, m.recipient, m.body, m.media, m.location, m.poll,
             CASE WHEN q.id IS NOT NULL THEN jsonb_build_object('id', q.id, 'direction', q.direction, 'recipient', q.recipient,
                                                                'sender', q.sender, 'provider_message_id', q.provider_message_id) END AS quoted
        FROM m LEFT JOIN connections c ON c.id = $3 LEFT JOIN messages q ON q.id = m.reply_to
@@ -54,7 +57,9 @@ export async function dropHandOffs(db: DataSource, messageIds: string[]): Promis
  * submitted (a fast engine may have reported `sent` already: never a move back).
  */
 export async function recordSubmitted(db: DataSource, submitted: { id: string; providerMessageId: string }[]): Promise<void> {
-  await db.query(
+  await prepared(
+    db,
+    "handoff-record-submitted",
     `WITH v AS (
        SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS v(id, provider_message_id, n)
      ), m AS (

@@ -4,6 +4,7 @@
 import type { EntityManager } from "typeorm";
 import { hasContent, type InboundMessageEvent, type MessageStatusEvent, type PhoneOutboundEvent } from "../../../contract/index.js";
 import type { Connection } from "../../connections/entities.js";
+import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
 import type { DomainEvent } from "../../events/entities.js";
 import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
@@ -65,7 +66,9 @@ export async function applyReports(em: EntityManager, connection: Connection, re
   }
   if (!timeline.length) return false;
   const m = [...changed.values()];
-  await em.query(
+  await prepared(
+    em,
+    "reports-apply",
     `WITH m AS (
        UPDATE messages t SET status = v.status, provider_message_id = v.provider_message_id, error_code = v.error_code,
                              error_message = v.error_message, updated_at = v.updated_at
