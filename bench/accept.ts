@@ -9,7 +9,7 @@
 //   npx tsx bench/accept.ts [--seconds 10] [--connections 50] [--dispatcher off|on]
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/accept.ts
 import { parseArgs } from "node:util";
-import { cpuMeter, load, sendRequest, startBaseline, startSendBench, table } from "./harness.js";
+import { cpuMeter, load, sendRequest, startBaseline, startSendBench, table, untilRead } from "./harness.js";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, dispatcher: { type: "string", default: "off" } },
@@ -27,7 +27,7 @@ const { url: sendUrl, headers, body } = sendRequest(bench);
 // Warm both paths, then alternate so drift on a shared machine affects both alike.
 await load({ url: baselineUrl, connections, seconds: 2, headers, body });
 const warm = await load({ url: sendUrl, connections, seconds: 2, headers, body });
-if (dispatching) await drained(warm.startedAt);
+if (dispatching) await untilRead(bench, warm.startedAt);
 // The process's CPU time per answered request beside the rate, and the database server's: less
 // swayed than the rate by what else the two cores run meanwhile (the load generator, PostgreSQL).
 // With the dispatcher on, a send run lasts until every message it accepted is final (`read`):
@@ -37,20 +37,9 @@ if (dispatching) await drained(warm.startedAt);
 const measured = async (url: string) => {
   const cpu = cpuMeter(bench);
   const run = await load({ url, connections, seconds, headers, body });
-  const lasted = dispatching && url === sendUrl ? await drained(run.startedAt) : run.answeredSeconds;
+  const lasted = dispatching && url === sendUrl ? await untilRead(bench, run.startedAt) : run.answeredSeconds;
   return { ...run, requestsPerSecond: run.total / Math.max(lasted, run.answeredSeconds), cpu: cpu.per(run.total) };
 };
-/** Waits until every message is final; the seconds from `startedAt` to the last one's final report. */
-async function drained(startedAt: number): Promise<number> {
-  for (;;) {
-    const [row] = (await db.query(
-      `SELECT count(*) FILTER (WHERE status NOT IN ('read', 'failed'))::int AS open, max(updated_at) AS last FROM messages WHERE workspace_id = $1`,
-      [bench.workspaceId],
-    )) as { open: number; last: Date }[];
-    if (row!.open === 0) return (row!.last.getTime() - startedAt) / 1000;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 const b1 = await measured(baselineUrl);
 const s1 = await measured(sendUrl);
 const b2 = await measured(baselineUrl);

@@ -9,14 +9,16 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/allocations.ts
 import { Session } from "node:inspector/promises";
 import { parseArgs } from "node:util";
-import { load, sendRequest, startSendBench, table } from "./harness.js";
+import { load, sendRequest, startSendBench, table, untilRead } from "./harness.js";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "6" }, dispatcher: { type: "string", default: "off" }, top: { type: "string", default: "12" } },
 });
 const bench = await startSendBench(values.dispatcher);
 const { url, headers, body } = sendRequest(bench);
-await load({ url, connections: 50, seconds: 2, headers, body });
+const dispatching = values.dispatcher === "on";
+const warm = await load({ url, connections: 50, seconds: 2, headers, body });
+if (dispatching) await untilRead(bench, warm.startedAt);
 
 interface SampledNode {
   callFrame: { functionName: string; url: string };
@@ -28,6 +30,8 @@ session.connect();
 // Every sample, also of objects already collected: what was allocated, not what survived.
 await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
 const run = await load({ url, connections: 50, seconds: Number(values.seconds), headers, body });
+// With the dispatcher on, until the run's messages are read: their hand-offs and receipts count.
+if (dispatching) await untilRead(bench, run.startedAt);
 const { profile } = (await session.post("HeapProfiler.stopSampling")) as unknown as { profile: { head: SampledNode } };
 session.disconnect();
 

@@ -85,6 +85,23 @@ export function startSendBench(dispatcher: string | undefined): Promise<Bench> {
   return startBench(dispatcher === "on" ? { DISPATCH_RATE_PER_CONNECTION: "10000" } : { DISPATCHER: "off" });
 }
 
+/**
+ * Waits until every message of the bench's workspace is `read` (or `failed`); answers the seconds
+ * from `startedAt` (epoch ms) to the last one's final report. With the dispatcher on, a send run
+ * ends here rather than with its load: the hand-offs and receipts still owed would otherwise run
+ * during whatever is measured next.
+ */
+export async function untilRead(bench: Bench, startedAt: number): Promise<number> {
+  for (;;) {
+    const [row] = (await bench.gateway.ctx.db.query(
+      `SELECT count(*) FILTER (WHERE status NOT IN ('read', 'failed'))::int AS open, max(updated_at) AS last FROM messages WHERE workspace_id = $1`,
+      [bench.workspaceId],
+    )) as { open: number; last: Date }[];
+    if (row!.open === 0) return (row!.last.getTime() - startedAt) / 1000;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** POST /v1/messages/text as the send benches load it: a text to one number, a new Idempotency-Key each request. */
 export function sendRequest(bench: Bench): { url: string; headers: Record<string, string>; body: string } {
   return {
