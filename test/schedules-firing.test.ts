@@ -345,11 +345,9 @@ describe("schedules firing", () => {
       );
       const firedBy = (pid: number | undefined) => split.find((r) => r.fired_by.endsWith(`:${pid}`))?.n ?? 0;
       // A share each, not one process taking the whole burst (Agenda's lanes, locked by whichever
-      // process scanned first, fired 10,000 to 0 in a measured run). At least a tenth: the child
-      // has just started and compiles as it goes, and on a CI machine running four passes on two
-      // cores it fired 100 of 600 (the spread's figures are bench/schedules.ts's).
-      expect(firedBy(process.pid), "fired by the test gateway").to.be.at.least(burst * 0.1);
-      expect(firedBy(child.process.pid), "fired by the child").to.be.at.least(burst * 0.1);
+      // process scanned first, fired 10,000 to 0 in a measured run).
+      expect(firedBy(process.pid), "fired by the test gateway").to.be.at.least(burst * 0.2);
+      expect(firedBy(child.process.pid), "fired by the child").to.be.at.least(burst * 0.2);
       expect(firedBy(process.pid) + firedBy(child.process.pid)).to.equal(burst);
       const [counts] = (await db().query(`SELECT count(*)::int AS messages, count(DISTINCT schedule_id)::int AS schedules FROM messages WHERE schedule_id = ANY($1)`, [ids])) as {
         messages: number;
