@@ -340,5 +340,10 @@ describe("provider callbacks", () => {
     const foreign = await insertOutbound(other.workspaceId, other.id);
     expect((await post(c.token, statusReport(foreign, "sent"))).json).to.deep.equal({ accepted: false });
     expect((await rows<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, [foreign]))[0]!.status).to.equal("submitted");
+    // an inbound message of this connection is not ours to report on
+    const inbound = await insertOutbound(c.workspaceId, c.id, "delivered");
+    await db().query(`UPDATE messages SET direction = 'inbound' WHERE id = $1`, [inbound]);
+    expect((await post(c.token, statusReport(inbound, "read"))).json).to.deep.equal({ accepted: false });
+    expect((await rows<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, [inbound]))[0]!.status).to.equal("delivered");
   });
 });
