@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { rows } from "../server/db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../server/events/record.js";
+import { buildEvent, eventParams, insertEvents as insertEventsSql } from "../server/events/record.js";
 import { createEventSinks } from "../server/events/sinks/index.js";
 import { createLogger } from "../server/logger.js";
 import { Metrics } from "../server/ops/metrics.js";
@@ -52,7 +52,7 @@ function sinksFor(names: ReturnType<typeof brokerNames>, urls: { nats?: string; 
 /** One statement inserting `events` (built by buildEvent), as the send path's shared statements do. */
 async function insertEvents(events: ReturnType<typeof buildEvent>[]): Promise<void> {
   const placeholders = events.map((_, k) => `($${k * 6 + 1}, $${k * 6 + 2}, $${k * 6 + 3}, $${k * 6 + 4}, $${k * 6 + 5}::jsonb, $${k * 6 + 6})`).join(", ");
-  await db.query(`INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ${placeholders}`, events.flatMap(eventParams));
+  await db.query(insertEventsSql(`VALUES ${placeholders}`), events.flatMap(eventParams));
 }
 
 // ---- 1. throughput from a backlog ----

@@ -391,20 +391,38 @@ describe("connections", () => {
       expect((await sandbox("POST", "/inbound", { to: phone, from: uniquePhone(), body: "anyone?" })).status).to.equal(404);
     });
 
-    it("purges idempotently and never touches a live connection", async () => {
+    it("purges idempotently, with each message's timeline and hand-off entry, and never touches a live connection", async () => {
       const { purgeConnection } = await import("../jobs/purge-connection.js");
       const { client } = await keyed();
       const live = await expectOk(client.connections.create({ body: { slug: "alive" } }));
-      await db().query(
-        `INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient) SELECT 'msg_purge_test_live', workspace_id, id, 'outbound', 'queued', '"+15550001"' FROM connections WHERE id = $1`,
-        [live.id],
-      );
+      const kept = await expectOk(client.connections.create({ body: { slug: "kept" } }));
+      for (const [id, connection] of [["msg_purge_test_live", live.id], ["msg_purge_test_kept", kept.id]]) {
+        await db().query(
+          `WITH m AS (
+             INSERT INTO messages (id, workspace_id, connection_id, direction, status, recipient)
+             SELECT $1, workspace_id, id, 'outbound', 'queued', '"+15550001"' FROM connections WHERE id = $2
+           ), t AS (INSERT INTO message_timeline (message_id, status) VALUES ($1, 'queued'))
+           INSERT INTO dispatch_queue (message_id, connection_id, available_at) VALUES ($1, $2, now() + interval '1 day')`,
+          [id, connection],
+        );
+      }
+      // Rows that name each message: the message, its timeline entry, its hand-off entry (due
+      // tomorrow: the dispatcher leaves it alone).
+      const left = async (id: string) =>
+        (
+          (await db().query(
+            `SELECT (SELECT count(*) FROM messages WHERE id = $1) + (SELECT count(*) FROM message_timeline WHERE message_id = $1)
+                  + (SELECT count(*) FROM dispatch_queue WHERE message_id = $1) AS n`,
+            [id],
+          )) as { n: string }[]
+        )[0]!.n;
       expect(await purgeConnection(db(), live.id)).to.equal(0);
+      expect(await left("msg_purge_test_live")).to.equal("3");
       await expectOk(client.connections.delete({ params: { connection: "alive" } }));
-      await purgeConnection(db(), live.id);
+      expect(await purgeConnection(db(), live.id)).to.equal(1);
       expect(await purgeConnection(db(), live.id)).to.equal(0);
-      const [row] = (await db().query(`SELECT count(*)::int AS n FROM messages WHERE id = 'msg_purge_test_live'`)) as { n: number }[];
-      expect(row!.n).to.equal(0);
+      expect(await left("msg_purge_test_live")).to.equal("0");
+      expect(await left("msg_purge_test_kept")).to.equal("3");
     });
   });
 });

@@ -360,6 +360,35 @@ describe("reading messages", () => {
       }
     });
 
+    it("shows each timeline entry no earlier than the one before it, whatever clock stamped it", async () => {
+      // Entries stamped by the engine's clock may run behind the database's: shown at the latest
+      // time of the entries up to them, in the order they were written (the view
+      // message_timeline_in_order); the stored stamps stay as reported.
+      const createdAt = new Date(instant(30));
+      const id = await insertMessage(ws.id, main, { createdAt: createdAt.toISOString(), status: "read" });
+      const at = (seconds: number) => new Date(createdAt.getTime() + seconds * 1000);
+      try {
+        await db().query(
+          `INSERT INTO message_timeline (message_id, status, at) SELECT $1, s, a FROM unnest($2::text[], $3::timestamptz[]) AS v(s, a)`,
+          [id, ["queued", "submitting", "sent", "submitted", "delivered", "read"], [at(0), at(2), at(1), at(3), at(2.5), at(4)]],
+        );
+        const m = await expectOk(reader.client.messages.get({ params: { id } }));
+        expect(m.timeline.map((t) => [t.status, Date.parse(t.at) - createdAt.getTime()])).to.deep.equal([
+          ["accepted", 0],
+          ["queued", 0],
+          ["submitting", 2000],
+          ["sent", 2000],
+          ["submitted", 3000],
+          ["delivered", 3000],
+          ["read", 4000],
+        ]);
+        const [stored] = (await db().query(`SELECT at FROM message_timeline WHERE message_id = $1 AND status = 'sent'`, [id])) as { at: Date }[];
+        expect(stored!.at.getTime()).to.equal(at(1).getTime());
+      } finally {
+        await db().query(`DELETE FROM messages WHERE id = $1`, [id]);
+      }
+    });
+
     it("begins an accepted message's timeline with `accepted` at its created_at, and no other message's", async () => {
       // What this version writes first (store/accept.ts, store/reports.ts): the status itself.
       const cases = [

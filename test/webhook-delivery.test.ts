@@ -7,6 +7,7 @@ import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import type { WebhookDelivery } from "../contract/index.js";
 import { expectOk, verifyWebhook, type WebhookEventPayload } from "../sdk/src/index.js";
+import { eventValues, insertEvents } from "../server/events/record.js";
 import { encrypt } from "../server/secrets.js";
 import { newId } from "../server/ids.js";
 import { payloadBody, retryAfterMs, retryDelayMs, RETRY_AFTER_MAX_MS, RETRY_JITTER, RETRY_SCHEDULE_MS, type FailedAttempt } from "../server/webhooks/delivery.js";
@@ -341,13 +342,13 @@ describe("webhook delivery", function () {
   });
 
   describe("events no endpoint matches", () => {
-    /** Whether an event of `type` on `connectionId` is written fanned out already (read before it commits: no fan-out has seen it). */
+    /** Whether an event of `type` on `connectionId` is written fanned out already by the statement every recorder uses (read before it commits: no fan-out has seen it). */
     async function writtenFannedOut(workspaceId: string, type: string, connectionId: string | null): Promise<boolean> {
       return db().transaction(async (em) => {
         const id = newId("evt");
         const [row] = (await em.query(
-          `INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at) VALUES ($1, $2, $3, $4, '{}'::jsonb, now()) RETURNING fanned_out_at`,
-          [id, workspaceId, type, connectionId],
+          `${insertEvents(eventValues(1))} RETURNING fanned_out_at`,
+          [id, workspaceId, type, connectionId, "{}", new Date()],
         )) as { fanned_out_at: Date | null }[];
         // Gone before the commit: the probe leaves nothing for the fan-out.
         await em.query(`DELETE FROM events WHERE id = $1`, [id]);

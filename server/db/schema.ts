@@ -35,6 +35,7 @@ import { SchedulesNotify1732261900000 } from "./migrations/1732261900000-schedul
 import { BaileysProcesses1732262000000 } from "./migrations/1732262000000-baileys-processes.js";
 import { HandoffNotify1732262100000 } from "./migrations/1732262100000-handoff-notify.js";
 import { MessagesFillfactor1732262200000 } from "./migrations/1732262200000-messages-fillfactor.js";
+import { MessagePathPerRow1732262300000 } from "./migrations/1732262300000-message-path-per-row.js";
 
 export const ENTITIES = [
   Plan,
@@ -78,4 +79,5 @@ export const MIGRATIONS = [
   BaileysProcesses1732262000000,
   HandoffNotify1732262100000,
   MessagesFillfactor1732262200000,
+  MessagePathPerRow1732262300000,
 ];

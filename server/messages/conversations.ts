@@ -223,7 +223,7 @@ export class Conversations {
   private async withinWindow(message: Message, windowMs: number, window: string): Promise<void> {
     const [taken] = await rows<{ at: Date | null }>(
       this.deps.db,
-      `SELECT min(at) AS at FROM message_timeline WHERE message_id = $1 AND status IN ('submitted', 'sent')`,
+      `SELECT min(at) AS at FROM message_timeline_in_order WHERE message_id = $1 AND status IN ('submitted', 'sent')`,
       [message.id],
     );
     const since = taken?.at ? new Date(taken.at) : message.createdAt;

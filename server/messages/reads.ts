@@ -102,7 +102,7 @@ export async function getMessage(db: DataSource, workspaceId: string, id: string
     [id, workspaceId],
   );
   if (!row) throw ApiError.notFound("message");
-  const stored: StoredEntry[] = await db.query(`SELECT status, at, detail FROM message_timeline WHERE message_id = $1 ORDER BY id`, [id]);
+  const stored: StoredEntry[] = await db.query(`SELECT status, at, detail FROM message_timeline_in_order WHERE message_id = $1 ORDER BY id`, [id]);
   const accepted = row.direction === "outbound" && ACCEPTED_AS.includes(stored[0]?.status ?? "");
   const timeline = accepted ? [{ status: "accepted", at: row.created_at as Date, detail: null } satisfies StoredEntry, ...stored] : stored;
   return { ...rowView(row), timeline: timeline.map(timelineView) };

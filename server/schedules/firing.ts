@@ -22,7 +22,7 @@ import { hostname } from "node:os";
 import type { DataSource, EntityManager } from "typeorm";
 import { SendMessageBody, type Message as MessageView, type Recurrence, type ScheduleStatus } from "../../contract/index.js";
 import { Connection, type StoredConnectionState } from "../connections/entities.js";
-import { buildEvent } from "../events/record.js";
+import { buildEvent, insertEvents } from "../events/record.js";
 import type { DomainEvent } from "../events/entities.js";
 import { isSharedSession } from "../db/prepared.js";
 import { rows } from "../db/rows.js";
@@ -289,8 +289,7 @@ export class ScheduleFiring {
          ON CONFLICT DO NOTHING
          RETURNING 1
        ), e AS (
-         INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at)
-         SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])
+         ${insertEvents(`SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::timestamptz[])`)}
        )
        SELECT count(*)::int AS runs FROM r`,
       [

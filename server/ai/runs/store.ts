@@ -8,7 +8,7 @@ import { AI_RUN_JOB } from "../../../jobs/names.js";
 import { PLAN_COLUMNS, type PlanRow } from "../../auth/credentials.js";
 import { MICROSECOND_INSTANT } from "../../db/instant.js";
 import { rows } from "../../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
+import { buildEvent, eventParams, insertEvents } from "../../events/record.js";
 import { decodeCursor, encodeCursor, filterFingerprint } from "../../http/cursor.js";
 import { newId } from "../../ids.js";
 import { PHONE_ORIGIN } from "../../messages/store/reports.js";
@@ -240,7 +240,7 @@ export class AiRunStore {
       const built = buildEvent({ workspaceId: run.workspace_id, type: event.type, connection: { id: run.connection_id, slug: slug?.slug ?? "" }, data: event.data });
       params.push(...eventParams(built));
       // Only when the run was still open: a run finished twice emits nothing the second time.
-      eventSql = `, e AS (INSERT INTO events ${EVENT_INSERT_COLUMNS} SELECT $11, $12, $13, $14, $15::jsonb, $16 FROM r)`;
+      eventSql = `, e AS (${insertEvents(`SELECT $11, $12, $13, $14, $15::jsonb, $16 FROM r`)})`;
     }
     const [done] = await rows<{ count: string }>(
       this.db,

@@ -8,7 +8,7 @@ import type { MessageStatus, SendMessageBody, Message as MessageView } from "../
 import type { Connection } from "../../connections/entities.js";
 import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS } from "../../events/record.js";
+import { buildEvent, insertEvents } from "../../events/record.js";
 import type { DomainEvent } from "../../events/entities.js";
 import { RETENTION_HOURS } from "../../http/idempotency.js";
 import { newId } from "../../ids.js";
@@ -112,9 +112,8 @@ function acceptedWrites(shard: string): string {
     SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, ${shard}, count(*) FROM go GROUP BY workspace_id ORDER BY workspace_id
     ON CONFLICT (workspace_id, day, shard) DO UPDATE SET messages_outbound = usage_daily.messages_outbound + EXCLUDED.messages_outbound
   ), e AS (
-    INSERT INTO events ${EVENT_INSERT_COLUMNS}
-    SELECT event_id, workspace_id, event_type, connection_id, jsonb_set(payload, '{data,from}', COALESCE(to_jsonb(sender), 'null'::jsonb)), created_at
-      FROM go WHERE event_type IS NOT NULL
+    ${insertEvents(`SELECT event_id, workspace_id, event_type, connection_id, jsonb_set(payload, '{data,from}', COALESCE(to_jsonb(sender), 'null'::jsonb)), created_at
+                      FROM go WHERE event_type IS NOT NULL`)}
   ), j AS (
     INSERT INTO job_outbox (name, data, run_at)
     SELECT '${MESSAGE_RELEASE_JOB}', jsonb_build_object('message_id', id), send_at FROM go WHERE status = 'scheduled'

@@ -6,7 +6,7 @@ import type { EntityManager } from "typeorm";
 import type { ConversationEvent, ProviderEvent, WebhookEvent } from "../../../contract/index.js";
 import type { Connection } from "../../connections/entities.js";
 import { rows } from "../../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
+import { buildEvent, eventParams, eventValues, insertEvents } from "../../events/record.js";
 import type { Message } from "../entities.js";
 import { json } from "./accept.js";
 import { messageFromRow } from "./row.js";
@@ -71,7 +71,7 @@ export async function applyConversationEvent(em: EntityManager, connection: Conn
        UPDATE messages SET body = $2, reactions = $3::jsonb, edited_at = $4, revoked_at = $5, poll_votes = $6::jsonb, updated_at = now()
         WHERE id = $1
      )
-     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($7, $8, $9, $10, $11::jsonb, $12)`,
+     ${insertEvents(eventValues(7))}`,
     [message.id, next.body, json(next.reactions), next.editedAt, next.revokedAt, json(next.pollVotes), ...eventParams(event_)],
   );
   return true;
@@ -84,5 +84,5 @@ function without<T>(record: Record<string, T> | null, key: string): Record<strin
 
 async function insertEvent(em: EntityManager, connection: Connection, type: WebhookEvent, data: Record<string, unknown>): Promise<void> {
   const event = buildEvent({ workspaceId: connection.workspaceId, type, connection, data });
-  await em.query(`INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5::jsonb, $6)`, eventParams(event));
+  await em.query(insertEvents(eventValues(1)), eventParams(event));
 }

@@ -5,7 +5,7 @@ import type { DataSource, EntityManager } from "typeorm";
 import { connectionColumns } from "../../connections/entities.js";
 import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
+import { buildEvent, eventParams, eventValues, insertEvents } from "../../events/record.js";
 import type { Message } from "../entities.js";
 import { sourcesOf, targetOf } from "../status.js";
 import { messageView } from "../view.js";
@@ -109,7 +109,7 @@ export async function recordFailed(
       const event = buildEvent({ workspaceId: connection.workspaceId, type: "message.failed", connection, data: messageView(messageFromRow(updated), connection.slug) });
       await em.query(
         `WITH t AS (INSERT INTO message_timeline (message_id, status, detail) VALUES ($1, 'failed', $2))
-         INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($3, $4, $5, $6, $7::jsonb, $8)`,
+         ${insertEvents(eventValues(3))}`,
         [messageId, `${failure.code}: ${failure.message}`, ...eventParams(event)],
       );
     }

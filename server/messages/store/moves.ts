@@ -5,7 +5,7 @@
 import type { EntityManager } from "typeorm";
 import type { Message as MessageView, WebhookEvent } from "../../../contract/index.js";
 import { rows } from "../../db/rows.js";
-import { buildEvent, EVENT_INSERT_COLUMNS } from "../../events/record.js";
+import { buildEvent, insertEvents } from "../../events/record.js";
 import type { Message } from "../entities.js";
 import { sourcesOf, targetOf, type MessageAction } from "../status.js";
 import { messageView } from "../view.js";
@@ -70,8 +70,7 @@ export async function moveMessage(em: EntityManager, locked: Locked, action: Mes
      ), t AS (
        INSERT INTO message_timeline (message_id, status, detail) SELECT id, $2, $9 FROM m
      ), e AS (
-       INSERT INTO events ${EVENT_INSERT_COLUMNS}
-       SELECT $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::timestamptz FROM m WHERE $10::text IS NOT NULL
+       ${insertEvents(`SELECT $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::timestamptz FROM m WHERE $10::text IS NOT NULL`)}
      )
      SELECT id FROM m`,
     [

@@ -7,7 +7,7 @@ import type { Connection } from "../../connections/entities.js";
 import { prepared } from "../../db/prepared.js";
 import { rows } from "../../db/rows.js";
 import type { DomainEvent } from "../../events/entities.js";
-import { buildEvent, EVENT_INSERT_COLUMNS, eventParams } from "../../events/record.js";
+import { buildEvent, eventParams, eventValues, insertEvents } from "../../events/record.js";
 import { newId } from "../../ids.js";
 import { usageIncrementSql, usageShard } from "../../workspace/usage.js";
 import { NO_CONVERSATION, type Message } from "../entities.js";
@@ -82,11 +82,10 @@ export async function applyReports(em: EntityManager, connection: Connection, re
        SELECT message_id, status, at, detail FROM unnest($7::text[], $8::text[], $9::timestamptz[], $10::text[])
          WITH ORDINALITY AS v(message_id, status, at, detail, n) ORDER BY n
      )
-     INSERT INTO events ${EVENT_INSERT_COLUMNS}
-     SELECT e.id, e.workspace_id, e.type, e.connection_id, p.payload, e.created_at
+     ${insertEvents(`SELECT e.id, e.workspace_id, e.type, e.connection_id, p.payload, e.created_at
        FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $16::timestamptz[]) WITH ORDINALITY AS e(id, workspace_id, type, connection_id, created_at, n)
        JOIN jsonb_array_elements($15::jsonb) WITH ORDINALITY AS p(payload, n) ON p.n = e.n
-      ORDER BY e.n`,
+      ORDER BY e.n`)}`,
     [
       m.map((x) => x.id), m.map((x) => x.status), m.map((x) => x.providerMessageId), m.map((x) => x.errorCode), m.map((x) => x.errorMessage),
       m.map((x) => x.updatedAt),
@@ -150,7 +149,7 @@ export async function recordInbound(em: EntityManager, connection: Connection, e
        INSERT INTO job_outbox (name, data, run_at)
        SELECT '${AI_RUN_JOB}', jsonb_build_object('connection_id', $3::text, 'contact', $5::text), due_at FROM a WHERE created
      )
-     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)
+     ${insertEvents(eventValues(13))}
      RETURNING (SELECT due_at FROM a WHERE created) AS ai_due_at`,
     [
       message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
@@ -201,7 +200,7 @@ export async function recordPhoneOutbound(em: EntityManager, connection: Connect
      ), t AS (
        INSERT INTO message_timeline (message_id, status, at, detail) VALUES ($1, 'sent', $12, 'written on the linked phone, not sent by the gateway')
      )
-     INSERT INTO events ${EVENT_INSERT_COLUMNS} VALUES ($13, $14, $15, $16, $17::jsonb, $18)`,
+     ${insertEvents(eventValues(13))}`,
     [
       message.id, message.workspaceId, message.connectionId, JSON.stringify(message.recipient), message.sender, message.body,
       json(message.media), json(message.location), JSON.stringify(message.metadata), message.providerMessageId, now, new Date(event.timestamp),
