@@ -1,5 +1,5 @@
 // Removes a deleted connection's data: pairing grants, messages (their timeline and hand-off rows
-// cascade) and callback dedupe rows. Queued by the soft delete; idempotent, so Agenda running it
+// go with them: a trigger on messages, migration MessagePathPerRow) and callback dedupe rows. Queued by the soft delete; idempotent, so Agenda running it
 // twice, or a later run after a crash half-way, finishes the same work. Messages go in batches so
 // a connection with millions of them never holds one huge transaction.
 import type { DataSource } from "typeorm";

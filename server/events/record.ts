@@ -42,10 +42,10 @@ export async function recordEvent(em: EntityManager, input: EventInput): Promise
  */
 export function insertEvents(rows: string): string {
   return `INSERT INTO events (id, workspace_id, type, connection_id, payload, created_at, fanned_out_at)
-    SELECT e.id::text, e.workspace_id::text, e.type::text, e.connection_id::text, e.payload::jsonb, e.created_at::timestamptz,
+    SELECT e.id, e.workspace_id, e.type, e.connection_id, e.payload::jsonb, e.created_at::timestamptz,
            CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints w
-                              WHERE w.workspace_id = e.workspace_id::text AND w.deleted_at IS NULL
-                                AND webhook_endpoint_matches(w, e.workspace_id::text, e.type::text, e.connection_id::text))
+                              WHERE w.workspace_id = e.workspace_id AND w.deleted_at IS NULL
+                                AND webhook_endpoint_matches(w, e.workspace_id, e.type, e.connection_id))
                 THEN NULL ELSE now() END
       FROM (${rows}) AS e(id, workspace_id, type, connection_id, payload, created_at)`;
 }

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
+import { TimelineOrder1732250919000 } from "./1732250919000-timeline-order.js";
 
 /**
  * Per-row work taken off the message path (docs/performance.md, "Per-row triggers and checks"):
@@ -43,6 +44,7 @@ export class MessagePathPerRow1732262300000 implements MigrationInterface {
     `);
   }
 
+  /** The old triggers again: the timeline's as its own migration wrote it; the events' without the function that migration also made, which stays. */
   async down(q: QueryRunner): Promise<void> {
     await q.query(`
       DROP TRIGGER messages_deleted ON messages;
@@ -63,13 +65,7 @@ export class MessagePathPerRow1732262300000 implements MigrationInterface {
       CREATE TRIGGER events_mark_unmatched BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION events_mark_unmatched();
 
       DROP VIEW message_timeline_in_order;
-      CREATE FUNCTION message_timeline_in_order() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
-      BEGIN
-        NEW.at := GREATEST(NEW.at, (SELECT max(at) FROM message_timeline WHERE message_id = NEW.message_id));
-        RETURN NEW;
-      END $$;
-      CREATE TRIGGER message_timeline_in_order BEFORE INSERT ON message_timeline
-        FOR EACH ROW EXECUTE FUNCTION message_timeline_in_order();
     `);
+    await new TimelineOrder1732250919000().up(q);
   }
 }

@@ -25,8 +25,8 @@ import { AI_RUN_JOB } from "../../../jobs/names.js";
 export async function applyReports(em: EntityManager, connection: Connection, reports: MessageStatusEvent[]): Promise<boolean> {
   if (!reports.length) return false;
   const ids = [...new Set(reports.map((r) => r.message_id))].sort();
-  // NO KEY UPDATE, in id order: reports of one message apply one at a time, without blocking
-  // the foreign-key checks of its timeline rows, and two batches cannot deadlock. Found by the
+  // NO KEY UPDATE (the lock the update below takes anyway), in id order: reports of one message
+  // apply one at a time, and two batches cannot deadlock. Found by the
   // primary key alone, and only this connection's outbound messages kept: with the connection in
   // the statement, a planner whose statistics are stale (a young table, no autovacuum yet) read
   // every message of the connection through its index instead, 2,600 rows for 51 (docs/performance.md).
