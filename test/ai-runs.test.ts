@@ -233,11 +233,17 @@ describe("AI runs", function () {
       await testEnv().gateway.ctx.services.workspaces.setPlan(downgraded.ws.id, "free");
       await downgraded.inbound(uniquePhone("+1551"), "plan without AI");
       await sleep(debounceMs() + 1_500);
+      // The downgraded workspace's debounce row is written (its policy is enabled) and dropped by
+      // its job, which finds the plan without AI: waited for, as a loaded run's job may start late.
+      const waiting = await waitFor(
+        async () => (await db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = ANY($1)`, [[t.connectionId, off.connectionId, downgraded.connectionId]])) as unknown[],
+        (rows) => rows.length === 0,
+        15_000,
+      );
+      expect(waiting).to.deep.equal([]);
       expect(await t.runs()).to.deep.equal([]);
       expect(await off.runs()).to.deep.equal([]);
       expect(await downgraded.runs()).to.deep.equal([]);
-      const waiting = (await db().query(`SELECT 1 FROM ai_debounce WHERE connection_id = ANY($1)`, [[t.connectionId, off.connectionId, downgraded.connectionId]])) as unknown[];
-      expect(waiting).to.deep.equal([]);
       expect(one.requests.length).to.equal(before);
     });
 
